@@ -1,0 +1,230 @@
+//! System clocks and the blocking conveniences (feature `std`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::{Clock, Error, Generator};
+
+/// The wall clock as it is, steps back included.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        wall_ms()
+    }
+}
+
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| millis(since))
+}
+
+fn millis(duration: Duration) -> u64 {
+    // Not `as_millis()`: its u128 division costs more than the clock read.
+    duration.as_secs() * 1000 + u64::from(duration.subsec_millis())
+}
+
+/// How often the monotonic clock compares itself with the wall clock.
+const REANCHOR_EVERY_MS: u64 = 1000;
+
+/// Wall-clock time that never steps back while the process runs: the monotonic clock, anchored
+/// to the wall clock at start. Once a second it looks at the wall clock again and follows it
+/// forward (after a suspend, or a wall clock set right); it never follows it back, so steps
+/// back reach the generator only across restarts, where its saved state handles them.
+#[derive(Debug)]
+pub struct MonotonicClock {
+    origin: Instant,
+    /// Wall-clock Unix ms at `origin`, raised when the wall clock is found ahead.
+    wall_at_origin_ms: AtomicU64,
+    /// Monotonic ms since `origin` at which to look at the wall clock again.
+    next_check_ms: AtomicU64,
+}
+
+impl MonotonicClock {
+    /// A clock anchored to the wall clock now.
+    pub fn new() -> MonotonicClock {
+        let origin = Instant::now();
+        MonotonicClock {
+            origin,
+            wall_at_origin_ms: AtomicU64::new(wall_ms()),
+            next_check_ms: AtomicU64::new(REANCHOR_EVERY_MS),
+        }
+    }
+
+    /// The process-wide clock used by [`Generator::next_id`].
+    pub fn global() -> &'static MonotonicClock {
+        static GLOBAL: OnceLock<MonotonicClock> = OnceLock::new();
+        GLOBAL.get_or_init(MonotonicClock::new)
+    }
+
+    #[cold]
+    fn reanchor(&self, elapsed_ms: u64) {
+        self.next_check_ms
+            .store(elapsed_ms + REANCHOR_EVERY_MS, Ordering::Relaxed);
+        let wall_at_origin = wall_ms().saturating_sub(elapsed_ms);
+        self.wall_at_origin_ms
+            .fetch_max(wall_at_origin, Ordering::Relaxed);
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        MonotonicClock::new()
+    }
+}
+
+impl Clock for MonotonicClock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        let elapsed_ms = millis(self.origin.elapsed());
+        if elapsed_ms >= self.next_check_ms.load(Ordering::Relaxed) {
+            self.reanchor(elapsed_ms);
+        }
+        self.wall_at_origin_ms.load(Ordering::Relaxed) + elapsed_ms
+    }
+}
+
+impl Generator {
+    /// The next id, on the process's [`MonotonicClock`]. Waits out sequence exhaustion (until
+    /// the next tick, never borrowing future time) and the short waits the policy allows.
+    ///
+    /// ```
+    /// use clockflake::{Generator, Layout, Options};
+    /// let gen = Generator::new(Layout::CLOCKSEQ, 1, Options::default())?;
+    /// let (a, b) = (gen.next_id()?, gen.next_id()?);
+    /// assert!(b > a);
+    /// # Ok::<(), clockflake::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_id(&self) -> Result<u64, Error> {
+        self.next_id_with(MonotonicClock::global())
+    }
+
+    /// [`Generator::next_id`] on a clock of your choice.
+    #[inline]
+    pub fn next_id_with<C: Clock + ?Sized>(&self, clock: &C) -> Result<u64, Error> {
+        let first = self.try_next_id_with(clock);
+        if first.is_ok() {
+            return first;
+        }
+        retry_after(clock, first, || self.try_next_id_with(clock))
+    }
+
+    /// Fills `out` with new ids, consecutive within each tick, taking whole runs of a tick at
+    /// once. Waits for the next tick when one is full, like [`Generator::next_id`].
+    pub fn next_ids_with<C: Clock + ?Sized>(
+        &self,
+        clock: &C,
+        out: &mut [u64],
+    ) -> Result<(), Error> {
+        let mut slots = out.iter_mut();
+        while slots.len() > 0 {
+            let wanted = slots.len() as u64;
+            let attempt = || self.try_next_block_with(clock, wanted);
+            let first = attempt();
+            let block = if first.is_ok() {
+                first
+            } else {
+                retry_after(clock, first, attempt)
+            }?;
+            // The block first: `zip` must not take a slot the block has no id for.
+            for (id, slot) in block.zip(slots.by_ref()) {
+                *slot = id;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Waits for the time a refusal names and tries again, until success or a final refusal.
+#[cold]
+fn retry_after<C: Clock + ?Sized, T>(
+    clock: &C,
+    mut outcome: Result<T, Error>,
+    mut attempt: impl FnMut() -> Result<T, Error>,
+) -> Result<T, Error> {
+    loop {
+        match outcome {
+            Ok(value) => return Ok(value),
+            Err(error) => match error.retry_at_ms() {
+                Some(at) => wait_until(clock, at)?,
+                None => return Err(error),
+            },
+        }
+        outcome = attempt();
+    }
+}
+
+/// Spins (last 2 ms) or sleeps until `clock` reads at least `at_ms`. A clock that does not get
+/// there within the wait plus a second of real time is reported, rather than waited on forever.
+fn wait_until<C: Clock + ?Sized>(clock: &C, at_ms: u64) -> Result<(), Error> {
+    let mut now_ms = clock.now_ms();
+    let started = Instant::now();
+    let patience = Duration::from_millis(at_ms.saturating_sub(now_ms) + 1000);
+    while now_ms < at_ms {
+        if started.elapsed() > patience {
+            return Err(Error::ClockNotAdvancing {
+                waiting_for_ms: at_ms,
+                now_ms,
+            });
+        }
+        let remaining_ms = at_ms - now_ms;
+        if remaining_ms > 2 {
+            std::thread::sleep(Duration::from_millis(remaining_ms - 1));
+        } else {
+            core::hint::spin_loop();
+        }
+        now_ms = clock.now_ms();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Layout, Options};
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn monotonic_clock_tracks_the_wall_clock() {
+        let clock = MonotonicClock::new();
+        let (wall, mono) = (wall_ms(), clock.now_ms());
+        assert!(mono.abs_diff(wall) < 50, "{mono} vs {wall}");
+    }
+
+    #[test]
+    fn blocking_call_waits_for_the_next_tick_instead_of_repeating() {
+        // A clock that advances 1 ms every 10,000 reads: the 4097th id must wait for it.
+        let reads = AtomicU64::new(0);
+        let base = 1_735_689_600_000;
+        let clock = || base + reads.fetch_add(1, Ordering::Relaxed) / 10_000;
+        let gen = Generator::new(Layout::CLOCKSEQ, 1, Options::default()).unwrap();
+        let mut ids = std::vec![0u64; 5000];
+        gen.next_ids_with(&clock, &mut ids).unwrap();
+        for (i, w) in ids.windows(2).enumerate() {
+            assert!(
+                w[0] < w[1],
+                "{i}: {w:?} {:?} {:?}",
+                Layout::CLOCKSEQ.decode(w[0]),
+                Layout::CLOCKSEQ.decode(w[1])
+            );
+        }
+        let parts = Layout::CLOCKSEQ.decode(ids[4096]).unwrap();
+        assert!(parts.timestamp_ms > base);
+        assert_eq!(parts.sequence, 0);
+    }
+
+    #[test]
+    fn a_frozen_clock_is_reported_not_waited_on_forever() {
+        let gen = Generator::new(Layout::JS53, 1, Options::default()).unwrap();
+        let frozen = || 1_735_689_600_000u64;
+        for _ in 0..(1 << 15) {
+            gen.next_id_with(&frozen).unwrap();
+        }
+        let error = gen.next_id_with(&frozen).unwrap_err();
+        assert_eq!(error.code(), "CLOCK_NOT_ADVANCING");
+    }
+}
