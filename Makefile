@@ -1,0 +1,59 @@
+# clockflake: the two README commands, and every step CI runs, runnable by hand.
+#   make demo   build everything and print decoded ids from every part (embedded default, no server)
+#   make test   every test suite of every part
+# Each part adds its own targets in its folder's make.mk: it appends to DEMO_TARGETS,
+# TEST_TARGETS and BENCH_TARGETS, so parts never edit each other's rules.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+ROOT := $(CURDIR)
+CARGO ?= cargo
+PYTHON ?= python3
+
+DEMO_TARGETS :=
+TEST_TARGETS :=
+BENCH_TARGETS :=
+
+.PHONY: help demo test bench setup-rust demo-core test-core lint-core bench-core vectors
+
+help:
+	@echo "make demo   build and print decoded ids from every part"
+	@echo "make test   run every test suite"
+	@echo "make bench  run the benchmarks recorded in BENCHMARKS.md"
+
+# Rust targets this repository builds for; idempotent.
+setup-rust:
+	@rustup target list --installed 2>/dev/null | grep -qx wasm32v1-none \
+	  && rustup target list --installed | grep -qx wasm32-unknown-unknown \
+	  || rustup target add wasm32-unknown-unknown wasm32v1-none
+	@rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+
+demo-core: setup-rust
+	$(CARGO) run -q --release -p clockflake --example demo
+
+test-core: setup-rust lint-core
+	$(PYTHON) tests/vectors/reference.py --check
+	$(CARGO) test -p clockflake
+	$(CARGO) test -p clockflake --all-features
+	$(CARGO) build -p clockflake --no-default-features --target wasm32v1-none
+
+lint-core: setup-rust
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy -p clockflake --all-targets -- -D warnings
+	$(CARGO) clippy -p clockflake --no-default-features --lib -- -D warnings
+
+bench-core: setup-rust
+	$(CARGO) bench -p clockflake --bench generator -- --noplot
+	$(CARGO) bench -p clockflake --bench throughput
+
+# Regenerates the shared vectors from the independent reference script.
+vectors:
+	$(PYTHON) tests/vectors/reference.py
+
+-include $(sort $(wildcard */make.mk))
+
+demo: demo-core $(DEMO_TARGETS)
+test: test-core $(TEST_TARGETS)
+	@echo "make test: every suite passed"
+bench: bench-core $(BENCH_TARGETS)

@@ -1,0 +1,27 @@
+// Registers one node:test test per shared vector case, for any JS binding running in Node.
+//   import { registerVectorTests } from '../../tests/harness/node-vectors.mjs';
+//   registerVectorTests(api, 'native');
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { allCases, runCase } from './vectors.mjs';
+
+export const VECTORS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'vectors');
+
+export function loadVectorFiles(dir = VECTORS_DIR) {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => [f, JSON.parse(readFileSync(join(dir, f), 'utf8'))]);
+}
+
+export function registerVectorTests(api, label) {
+  const cases = allCases(loadVectorFiles());
+  test(`${label}: at least 80 shared vector cases loaded`, (t) => {
+    if (cases.length < 80) throw new Error(`only ${cases.length} cases`);
+  });
+  for (const [file, layout, testCase] of cases) {
+    test(`${label} vector ${file} ${testCase.id}`, () => runCase(api, layout, testCase));
+  }
+}
