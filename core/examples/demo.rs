@@ -21,7 +21,11 @@ fn main() -> Result<(), Error> {
     let now = clockflake::Clock::now_ms(clockflake::MonotonicClock::global());
     println!("the clock steps back one hour (explicit times):");
     show(&layout, "next_id_at(now)", gen.next_id_at(now)?)?;
-    show(&layout, "next_id_at(now - 1h)", gen.next_id_at(now - 3_600_000)?)?;
+    show(
+        &layout,
+        "next_id_at(now - 1h)",
+        gen.next_id_at(now - 3_600_000)?,
+    )?;
     let textbook_would_fail = gen.state();
     println!(
         "  state: clock_seq={} high_water_ms={:?}",

@@ -98,6 +98,17 @@ pub enum Error {
         /// The clock's last reading, Unix ms.
         now_ms: u64,
     },
+    /// `WORKER_ID_INVALIDATED`: the generator's worker id is no longer this process's (for
+    /// example in the child after a fork); it needs a new worker id.
+    WorkerIdInvalidated,
+    /// `LEASE_LOST`: the generator's worker-id lease expired without renewal, so another holder
+    /// may already have the worker id.
+    LeaseLost,
+    /// `WORKER_POOL_EXHAUSTED`: every worker id of the layout is leased.
+    WorkerPoolExhausted {
+        /// How many worker ids the layout has.
+        workers: u64,
+    },
 }
 
 /// What is wrong with an id.
@@ -201,11 +212,14 @@ impl Error {
             Error::ClockSequenceExhausted { .. } => "CLOCK_SEQUENCE_EXHAUSTED",
             Error::InvalidState(_) => "INVALID_STATE",
             Error::ClockNotAdvancing { .. } => "CLOCK_NOT_ADVANCING",
+            Error::WorkerIdInvalidated => "WORKER_ID_INVALIDATED",
+            Error::LeaseLost => "LEASE_LOST",
+            Error::WorkerPoolExhausted { .. } => "WORKER_POOL_EXHAUSTED",
         }
     }
 
     /// Every code, for bindings that define one exception class per code.
-    pub const CODES: [&'static str; 16] = [
+    pub const CODES: [&'static str; 19] = [
         "INVALID_ID",
         "INVALID_LAYOUT",
         "UNKNOWN_LAYOUT",
@@ -222,6 +236,9 @@ impl Error {
         "CLOCK_SEQUENCE_EXHAUSTED",
         "INVALID_STATE",
         "CLOCK_NOT_ADVANCING",
+        "WORKER_ID_INVALIDATED",
+        "LEASE_LOST",
+        "WORKER_POOL_EXHAUSTED",
     ];
 
     /// When a retry of the same call can succeed, Unix ms: set for sequence exhaustion, and
@@ -246,6 +263,9 @@ impl Error {
                 | Error::ClockMovedBackwards { .. }
                 | Error::ClockSequenceExhausted { .. }
                 | Error::ClockNotAdvancing { .. }
+                | Error::WorkerIdInvalidated
+                | Error::LeaseLost
+                | Error::WorkerPoolExhausted { .. }
         )
     }
 }
@@ -330,6 +350,16 @@ impl fmt::Display for Error {
                 f,
                 "clock not advancing: waited for {waiting_for_ms} Unix ms but the clock still reads {now_ms}"
             ),
+            Error::WorkerIdInvalidated => f.write_str(
+                "worker id invalidated: this generator's worker id belongs to another process (after a fork); give it a new worker id",
+            ),
+            Error::LeaseLost => f.write_str(
+                "lease lost: the worker-id lease expired without renewal; another holder may have the worker id now",
+            ),
+            Error::WorkerPoolExhausted { workers } => write!(
+                f,
+                "worker pool exhausted: all {workers} worker ids of the layout are leased"
+            ),
         }
     }
 }
@@ -413,3 +443,67 @@ impl fmt::Display for StateProblem {
 }
 
 impl core::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_lists_every_code_once() {
+        let samples = [
+            Error::InvalidId(InvalidId::Empty),
+            Error::InvalidLayout(LayoutProblem::ZeroUnit),
+            Error::UnknownLayout,
+            Error::UnknownPolicy,
+            Error::WorkerIdOutOfRange {
+                worker_id: 0,
+                max: 0,
+            },
+            Error::TimestampOutOfRange {
+                timestamp_ms: 0,
+                min_ms: 0,
+                max_ms: 0,
+            },
+            Error::ClockSeqOutOfRange {
+                clock_seq: 0,
+                max: 0,
+            },
+            Error::SequenceOutOfRange {
+                sequence: 0,
+                max: 0,
+            },
+            Error::InvalidRange {
+                from_ms: 0,
+                to_ms: 0,
+            },
+            Error::EpochInFuture {
+                now_ms: 0,
+                epoch_ms: 0,
+            },
+            Error::TimestampExhausted {
+                now_ms: 0,
+                lifetime_end_ms: 0,
+            },
+            Error::SequenceExhausted { retry_at_ms: 0 },
+            Error::ClockMovedBackwards {
+                last_ms: 0,
+                now_ms: 0,
+                retry_at_ms: None,
+            },
+            Error::ClockSequenceExhausted {
+                now_ms: 0,
+                retry_at_ms: None,
+            },
+            Error::InvalidState(StateProblem::ClockSeqOutOfRange),
+            Error::ClockNotAdvancing {
+                waiting_for_ms: 0,
+                now_ms: 0,
+            },
+            Error::WorkerIdInvalidated,
+            Error::LeaseLost,
+            Error::WorkerPoolExhausted { workers: 0 },
+        ];
+        let codes: [&str; 19] = samples.map(|e| e.code());
+        assert_eq!(codes, Error::CODES);
+    }
+}

@@ -49,7 +49,11 @@ fn threads_sharing_a_clock_that_steps_back() {
     let reads = AtomicU64::new(0);
     let clock = || {
         let n = reads.fetch_add(1, Ordering::Relaxed);
-        let back = if (n / 5_000) % 3 == 2 { (n / 5_000) % 300 + 1 } else { 0 };
+        let back = if (n / 5_000) % 3 == 2 {
+            (n / 5_000) % 300 + 1
+        } else {
+            0
+        };
         1_735_689_600_000 + n / 50 - back
     };
     let gen = Generator::new(Layout::CLOCKSEQ, 1, Options::default()).unwrap();
@@ -76,6 +80,9 @@ fn threads_sharing_a_clock_that_steps_back() {
     let switched = ids
         .iter()
         .any(|id| Layout::CLOCKSEQ.decode(*id).unwrap().clock_seq != 0);
-    assert!(switched, "the schedule never made the generator switch clock sequence");
+    assert!(
+        switched,
+        "the schedule never made the generator switch clock sequence"
+    );
     assert_no_duplicates(ids);
 }

@@ -61,32 +61,30 @@ fn parts_json(parts: &Parts) -> Value {
 /// Runs one case; returns what it produced, as `{"out": ..}` or `{"error": CODE}`.
 fn run_case(file_layout: &Value, case: &Value) -> Value {
     let input = &case["in"];
-    let result: Result<Value, Error> = (|| {
-        match case["op"].as_str().expect("op") {
-            "layout" => Ok(describe(&layout_from(input)?)),
-            "decode" => {
-                let layout = layout_from(file_layout)?;
-                let id = layout.parse_id(input.as_str().expect("decode takes a string"))?;
-                Ok(parts_json(&layout.decode(id)?))
-            }
-            "encode" => {
-                let layout = layout_from(file_layout)?;
-                let parts = Parts {
-                    timestamp_ms: big(&input["timestamp_ms"]),
-                    clock_seq: small(&input["clock_seq"]),
-                    worker_id: small(&input["worker_id"]),
-                    sequence: small(&input["sequence"]),
-                };
-                Ok(json!(layout.encode(&parts)?.to_string()))
-            }
-            "id_range" => {
-                let layout = layout_from(file_layout)?;
-                let (lo, hi) = layout.id_range(big(&input["from_ms"]), big(&input["to_ms"]))?;
-                Ok(json!([lo.to_string(), hi.to_string()]))
-            }
-            "generate" => run_generate(&layout_from(file_layout)?, case),
-            other => panic!("{}: unknown op {other:?}", case["id"]),
+    let result: Result<Value, Error> = (|| match case["op"].as_str().expect("op") {
+        "layout" => Ok(describe(&layout_from(input)?)),
+        "decode" => {
+            let layout = layout_from(file_layout)?;
+            let id = layout.parse_id(input.as_str().expect("decode takes a string"))?;
+            Ok(parts_json(&layout.decode(id)?))
         }
+        "encode" => {
+            let layout = layout_from(file_layout)?;
+            let parts = Parts {
+                timestamp_ms: big(&input["timestamp_ms"]),
+                clock_seq: small(&input["clock_seq"]),
+                worker_id: small(&input["worker_id"]),
+                sequence: small(&input["sequence"]),
+            };
+            Ok(json!(layout.encode(&parts)?.to_string()))
+        }
+        "id_range" => {
+            let layout = layout_from(file_layout)?;
+            let (lo, hi) = layout.id_range(big(&input["from_ms"]), big(&input["to_ms"]))?;
+            Ok(json!([lo.to_string(), hi.to_string()]))
+        }
+        "generate" => run_generate(&layout_from(file_layout)?, case),
+        other => panic!("{}: unknown op {other:?}", case["id"]),
     })();
     match result {
         Ok(out) => json!({ "out": out }),
@@ -103,7 +101,9 @@ fn run_generate(layout: &Layout, case: &Value) -> Result<Value, Error> {
             .map(|p| Policy::from_name(p.as_str().expect("policy")))
             .transpose()?,
         max_wait_ms: input.get("max_wait_ms").map_or(defaults.max_wait_ms, small),
-        max_drift_ms: input.get("max_drift_ms").map_or(defaults.max_drift_ms, small),
+        max_drift_ms: input
+            .get("max_drift_ms")
+            .map_or(defaults.max_drift_ms, small),
     };
     let mut gen = Generator::new(*layout, small(&input["worker_id"]), options)?;
     for (i, step) in input["steps"].as_array().expect("steps").iter().enumerate() {
