@@ -34,7 +34,6 @@ demo-core: setup-rust
 
 test-core: setup-rust lint-core
 	$(PYTHON) tests/vectors/reference.py --check
-	$(CARGO) test -p clockflake
 	$(CARGO) test -p clockflake --all-features
 	$(CARGO) build -p clockflake --no-default-features --target wasm32v1-none
 

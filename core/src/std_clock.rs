@@ -19,7 +19,7 @@ impl Clock for SystemClock {
 fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| millis(since))
+        .map_or(0, millis)
 }
 
 fn millis(duration: Duration) -> u64 {
