@@ -51,6 +51,15 @@ fn generator(c: &mut Criterion) {
         });
     });
 
+    group.bench_function("next_id_at_mut (no clock, exclusive)", |b| {
+        let mut gen = Generator::new(Layout::CLOCKSEQ, 1, Options::default()).unwrap();
+        let mut i = 0u64;
+        b.iter(|| {
+            i += 1;
+            black_box(gen.next_id_at_mut(black_box(T0 + (i >> 12))).unwrap())
+        });
+    });
+
     group.bench_function("next_block_at 4096, per id", |b| {
         let gen = Generator::new(Layout::CLOCKSEQ, 1, Options::default()).unwrap();
         let mut now = T0;

@@ -350,6 +350,29 @@ impl Generator {
         self.issue(&mut || now_ms)
     }
 
+    /// [`Generator::next_id_at`] for a generator this thread owns (`&mut`): the same rules and
+    /// the same state, without the atomic instruction on the fast path.
+    ///
+    /// ```
+    /// use clockflake::{Generator, Layout, Options};
+    /// let mut gen = Generator::new(Layout::CLOCKSEQ, 7, Options::default())?;
+    /// let a = gen.next_id_at_mut(1_735_689_600_000)?;
+    /// assert!(gen.next_id_at(1_735_689_600_000)? > a);
+    /// # Ok::<(), clockflake::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_id_at_mut(&mut self, now_ms: u64) -> Result<u64, Error> {
+        let tick = self.tick_unchecked(now_ms);
+        let last = *self.last.get_mut();
+        match self.fast_room(last, tick) {
+            Some((next, _)) => {
+                *self.last.get_mut() = next;
+                Ok(next)
+            }
+            None => self.issue_slow(&mut || now_ms),
+        }
+    }
+
     /// The next id, reading `clock` after the generator's state so that a thread never takes
     /// another thread's newer id for a clock step back. Never blocks.
     #[inline]

@@ -58,8 +58,14 @@ fn run(layout: Layout, options: Options, schedule: &[(Move, u32)]) -> Vec<u64> {
                 gen = Generator::resume(layout, &gen.state(), options).unwrap();
             }
         }
-        for _ in 0..*asks {
-            match gen.next_id_at(now) {
+        for ask in 0..*asks {
+            // Both entry points share one state: alternate them.
+            let outcome = if ask % 2 == 0 {
+                gen.next_id_at(now)
+            } else {
+                gen.next_id_at_mut(now)
+            };
+            match outcome {
                 Ok(id) => issued.push(id),
                 Err(error) => assert!(
                     matches!(

@@ -92,7 +92,17 @@ fn run_case(file_layout: &Value, case: &Value) -> Value {
     }
 }
 
+/// Generator cases run twice: through the shared `&self` path and the exclusive `&mut` one.
 fn run_generate(layout: &Layout, case: &Value) -> Result<Value, Error> {
+    run_generate_with(layout, case, |gen, now| gen.next_id_at(now))?;
+    run_generate_with(layout, case, |gen, now| gen.next_id_at_mut(now))
+}
+
+fn run_generate_with(
+    layout: &Layout,
+    case: &Value,
+    next: impl Fn(&mut Generator, u64) -> Result<u64, Error>,
+) -> Result<Value, Error> {
     let input = &case["in"];
     let defaults = Options::default();
     let options = Options {
@@ -120,7 +130,7 @@ fn run_generate(layout: &Layout, case: &Value) -> Result<Value, Error> {
         let repeat = step.get("repeat").map_or(1, small);
         let mut outcome = Ok(0);
         for _ in 0..repeat {
-            outcome = gen.next_id_at(now_ms);
+            outcome = next(&mut gen, now_ms);
             if repeat > 1 {
                 assert!(outcome.is_ok(), "{name}: {outcome:?}");
             }
