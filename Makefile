@@ -34,6 +34,7 @@ demo-core: setup-rust
 
 test-core: setup-rust lint-core
 	$(PYTHON) tests/vectors/reference.py --check
+	$(PYTHON) tests/vectors/public_reference.py --check
 	$(CARGO) test -p clockflake --all-features
 	$(CARGO) build -p clockflake --no-default-features --target wasm32v1-none
 
@@ -49,6 +50,7 @@ bench-core: setup-rust
 # Regenerates the shared vectors from the independent reference script.
 vectors:
 	$(PYTHON) tests/vectors/reference.py
+	$(PYTHON) tests/vectors/public_reference.py
 
 -include $(sort $(wildcard */make.mk))
 

@@ -134,5 +134,37 @@ fn generator(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, generator);
+fn public_ids(c: &mut Criterion) {
+    let mut group = c.benchmark_group("public_ids");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(30);
+    let codec = clockflake::PublicIds::new(1, *b"clockflake-key-1").unwrap();
+    let mut id = 383_188_013_854_781_440u64;
+    group.bench_function("encode", |b| {
+        b.iter(|| {
+            id += 1;
+            black_box(codec.encode(black_box(id)).unwrap())
+        })
+    });
+    group.bench_function("decode", |b| {
+        b.iter(|| {
+            id += 1;
+            black_box(codec.decode(black_box(id)).unwrap())
+        })
+    });
+    group.bench_function("encode_text", |b| {
+        b.iter(|| {
+            id += 1;
+            black_box(codec.encode_text(black_box(id)).unwrap())
+        })
+    });
+    let text = codec.encode_text(id).unwrap();
+    group.bench_function("decode_text", |b| {
+        b.iter(|| black_box(codec.decode_text(black_box(text.as_str())).unwrap()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, generator, public_ids);
 criterion_main!(benches);

@@ -109,6 +109,39 @@ pub enum Error {
         /// How many worker ids the layout has.
         workers: u64,
     },
+    /// `INVALID_PUBLIC_ID`: text or a number that is not a public id (a typo, a wrong length).
+    InvalidPublicId(PublicIdProblem),
+    /// `UNKNOWN_KEY_VERSION`: a public id made with a key version the codec does not hold.
+    UnknownKeyVersion {
+        /// The version found.
+        version: u8,
+    },
+    /// `INVALID_KEY_VERSION`: a key version above 31, or one already in the key ring.
+    InvalidKeyVersion {
+        /// The version given.
+        version: u8,
+    },
+}
+
+/// What is wrong with a public id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PublicIdProblem {
+    /// The text is not 16 characters long.
+    WrongLength {
+        /// Its length in characters.
+        found: usize,
+    },
+    /// A character outside Crockford base32.
+    BadCharacter {
+        /// The character.
+        found: char,
+        /// Its byte offset.
+        at: usize,
+    },
+    /// The check characters do not match: a character was mistyped or two were swapped.
+    ChecksumMismatch,
+    /// The value does not fit 63 bits.
+    OutOfRange,
 }
 
 /// What is wrong with an id.
@@ -215,11 +248,14 @@ impl Error {
             Error::WorkerIdInvalidated => "WORKER_ID_INVALIDATED",
             Error::LeaseLost => "LEASE_LOST",
             Error::WorkerPoolExhausted { .. } => "WORKER_POOL_EXHAUSTED",
+            Error::InvalidPublicId(_) => "INVALID_PUBLIC_ID",
+            Error::UnknownKeyVersion { .. } => "UNKNOWN_KEY_VERSION",
+            Error::InvalidKeyVersion { .. } => "INVALID_KEY_VERSION",
         }
     }
 
     /// Every code, for bindings that define one exception class per code.
-    pub const CODES: [&'static str; 19] = [
+    pub const CODES: [&'static str; 22] = [
         "INVALID_ID",
         "INVALID_LAYOUT",
         "UNKNOWN_LAYOUT",
@@ -239,6 +275,9 @@ impl Error {
         "WORKER_ID_INVALIDATED",
         "LEASE_LOST",
         "WORKER_POOL_EXHAUSTED",
+        "INVALID_PUBLIC_ID",
+        "UNKNOWN_KEY_VERSION",
+        "INVALID_KEY_VERSION",
     ];
 
     /// When a retry of the same call can succeed, Unix ms: set for sequence exhaustion, and
@@ -360,6 +399,15 @@ impl fmt::Display for Error {
                 f,
                 "worker pool exhausted: all {workers} worker ids of the layout are leased"
             ),
+            Error::InvalidPublicId(problem) => write!(f, "invalid public id: {problem}"),
+            Error::UnknownKeyVersion { version } => write!(
+                f,
+                "unknown key version: the public id was made with key version {version}, which this codec does not hold"
+            ),
+            Error::InvalidKeyVersion { version } => write!(
+                f,
+                "invalid key version: expected 0..=31 and not already in the key ring, found {version}"
+            ),
         }
     }
 }
@@ -442,6 +490,24 @@ impl fmt::Display for StateProblem {
     }
 }
 
+impl fmt::Display for PublicIdProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            PublicIdProblem::WrongLength { found } => {
+                write!(f, "expected 16 characters, found {found}")
+            }
+            PublicIdProblem::BadCharacter { found, at } => write!(
+                f,
+                "expected a Crockford base32 character (0-9, A-Z without I L O U), found {found:?} at byte {at}"
+            ),
+            PublicIdProblem::ChecksumMismatch => f.write_str(
+                "the check characters do not match: a character was mistyped or two were swapped",
+            ),
+            PublicIdProblem::OutOfRange => f.write_str("expected a value below 2^63"),
+        }
+    }
+}
+
 impl core::error::Error for Error {}
 
 #[cfg(test)]
@@ -502,8 +568,11 @@ mod tests {
             Error::WorkerIdInvalidated,
             Error::LeaseLost,
             Error::WorkerPoolExhausted { workers: 0 },
+            Error::InvalidPublicId(PublicIdProblem::ChecksumMismatch),
+            Error::UnknownKeyVersion { version: 0 },
+            Error::InvalidKeyVersion { version: 0 },
         ];
-        let codes: [&str; 19] = samples.map(|e| e.code());
+        let codes: [&str; 22] = samples.map(|e| e.code());
         assert_eq!(codes, Error::CODES);
     }
 }

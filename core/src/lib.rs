@@ -36,13 +36,15 @@ mod error;
 mod generator;
 mod id;
 mod layout;
+mod public;
 #[cfg(feature = "std")]
 mod std_clock;
 
-pub use error::{Error, InvalidId, LayoutProblem, StateProblem};
+pub use error::{Error, InvalidId, LayoutProblem, PublicIdProblem, StateProblem};
 pub use generator::{Generator, IdBlock, Options, Policy, State, MAX_CLOCK_SEQS};
 pub use id::Parts;
 pub use layout::{Field, Layout, MAX_CLOCK_SEQ_BITS, MAX_TIME_MS};
+pub use public::{PublicIds, PublicText, MAX_KEY_VERSION};
 #[cfg(feature = "std")]
 pub use std_clock::{MonotonicClock, SystemClock};
 
@@ -58,3 +60,8 @@ impl<F: Fn() -> u64> Clock for F {
         self()
     }
 }
+
+// The README's Rust examples run as doctests, so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

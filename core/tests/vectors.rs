@@ -176,3 +176,64 @@ fn every_shared_vector() {
     assert!(ran >= 80, "ran only {ran} vector cases");
     println!("ran {ran} vector cases");
 }
+
+/// The codec from a vector's key ring: the first key is current, the rest are old.
+fn codec_from(keys: &Value) -> Result<clockflake::PublicIds, Error> {
+    let keys = keys.as_array().expect("keys");
+    let key_of = |entry: &Value| -> (u8, [u8; 16]) {
+        let hex = entry["key_hex"].as_str().expect("key_hex");
+        let bytes: Vec<u8> = (0..32)
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        let version = u8::try_from(small(&entry["version"])).expect("version");
+        (version, bytes.try_into().expect("16 bytes"))
+    };
+    let (version, key) = key_of(&keys[0]);
+    let mut codec = clockflake::PublicIds::new(version, key)?;
+    for entry in &keys[1..] {
+        let (version, key) = key_of(entry);
+        codec = codec.with_old_key(version, key)?;
+    }
+    Ok(codec)
+}
+
+#[test]
+fn every_public_id_vector() {
+    let path = vectors_dir().join("public/codec.json");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+    let mut ran = 0;
+    for case in file["cases"].as_array().expect("cases") {
+        let input = &case["in"];
+        let result: Result<Value, Error> = (|| {
+            let codec = codec_from(&input["keys"])?;
+            match case["op"].as_str().expect("op") {
+                "public_encode" => {
+                    let id = big(&input["id"]);
+                    Ok(json!({
+                        "number": codec.encode(id)?.to_string(),
+                        "text": codec.encode_text(id)?.as_str(),
+                    }))
+                }
+                "public_decode_text" => Ok(json!(codec
+                    .decode_text(input["text"].as_str().expect("text"))?
+                    .to_string())),
+                "public_decode" => Ok(json!(codec.decode(big(&input["number"]))?.to_string())),
+                other => panic!("{}: unknown op {other:?}", case["id"]),
+            }
+        })();
+        let got = match result {
+            Ok(out) => json!({ "out": out }),
+            Err(error) => json!({ "error": error.code() }),
+        };
+        let expected = match (case.get("out"), case.get("error")) {
+            (Some(out), None) => json!({ "out": out }),
+            (None, Some(error)) => json!({ "error": error }),
+            _ => panic!("{}: expected exactly one of out and error", case["id"]),
+        };
+        assert_eq!(got, expected, "{}", case["id"]);
+        ran += 1;
+    }
+    assert!(ran >= 40, "ran only {ran} public-id cases");
+}
