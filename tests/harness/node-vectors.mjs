@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { allCases, runCase } from './vectors.mjs';
+import { allCases, runCase, runPublicCase } from './vectors.mjs';
 
 export const VECTORS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'vectors');
 
@@ -23,5 +23,16 @@ export function registerVectorTests(api, label) {
   });
   for (const [file, layout, testCase] of cases) {
     test(`${label} vector ${file} ${testCase.id}`, () => runCase(api, layout, testCase));
+  }
+}
+
+export function registerPublicVectorTests(api, label) {
+  const files = loadVectorFiles(join(VECTORS_DIR, 'public'));
+  const cases = allCases(files);
+  test(`${label}: at least 40 public-id vector cases loaded`, () => {
+    if (cases.length < 40) throw new Error(`only ${cases.length} cases`);
+  });
+  for (const [file, , testCase] of cases) {
+    test(`${label} public vector ${file} ${testCase.id}`, () => runPublicCase(api, testCase));
   }
 }
