@@ -42,6 +42,7 @@ lint-core: setup-rust
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy -p clockflake --all-targets -- -D warnings
 	$(CARGO) clippy -p clockflake --no-default-features --lib -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p clockflake --no-deps --all-features
 
 bench-core: setup-rust
 	$(CARGO) bench -p clockflake --bench generator -- --noplot
