@@ -69,6 +69,9 @@ struct Control {
     until_ms: u64,
     status: Status,
     last_error: Option<String>,
+    /// How long the last renewal took: reservations are made that much longer, so that a
+    /// slow disk or network never leaves them expired by the time they are persisted.
+    latency_ms: u64,
 }
 
 struct Shared {
@@ -231,13 +234,14 @@ impl Shared {
     /// use it. The reservation never shrinks.
     fn renew_locked(&self, control: &mut Control, wall_ms: u64) -> Result<(), LeaseError> {
         let sent_boot_ms = boot_ms();
-        let until_ms = control
-            .until_ms
-            .max(wall_ms.saturating_add(self.reserve_ms + self.ahead_ms));
+        let until_ms = control.until_ms.max(
+            wall_ms.saturating_add(self.reserve_ms + self.ahead_ms + 2 * control.latency_ms),
+        );
         let mut state = self.gen.state();
         state.reserve(until_ms);
         match control.coordinator.renew(&state) {
             Ok(()) => {
+                control.latency_ms = boot_ms().saturating_sub(sent_boot_ms);
                 control.until_ms = until_ms;
                 control.last_error = None;
                 if let Some(ttl_ms) = self.ttl_ms {
@@ -396,6 +400,7 @@ impl LeasedGenerator {
                         until_ms,
                         status: Status::Active,
                         last_error: None,
+                        latency_ms: 0,
                     }),
                     stop: Mutex::new(false),
                     wake: Condvar::new(),

@@ -2,12 +2,12 @@
 //!
 //! ```text
 //! clockflake-lease-probe --uri URI [--count N] [--offset-ms MS] [--every-ms MS]
-//!                        [--binary] [--single-worker] [--hold-ms MS]
+//!                        [--for-ms MS] [--binary] [--single-worker] [--hold-ms MS]
 //! ```
 //! Text mode prints `worker N`, then `id ID` per id, flushed per line when `--every-ms` is
 //! given; `--binary` writes the ids as little-endian u64 (the `worker N` line goes to stderr).
 //! A refusal prints `error CODE message` and exits with status 3. `--count 0` runs until
-//! killed or refused. `--offset-ms` runs the generator on a clock that far off the system's.
+//! killed or refused (or `--for-ms` has passed). `--offset-ms` runs the generator on a clock that far off the system's.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -25,6 +25,7 @@ struct Args {
     binary: bool,
     single_worker: bool,
     hold_ms: u64,
+    for_ms: u64,
 }
 
 fn parse() -> Result<Args, String> {
@@ -36,6 +37,7 @@ fn parse() -> Result<Args, String> {
         binary: false,
         single_worker: false,
         hold_ms: 0,
+        for_ms: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -46,6 +48,7 @@ fn parse() -> Result<Args, String> {
             "--count" => args.count = number(value()?)?.max(0) as u64,
             "--offset-ms" => args.offset_ms = number(value()?)?,
             "--every-ms" => args.every_ms = number(value()?)?.max(0) as u64,
+            "--for-ms" => args.for_ms = number(value()?)?.max(0) as u64,
             "--hold-ms" => args.hold_ms = number(value()?)?.max(0) as u64,
             "--binary" => args.binary = true,
             "--single-worker" => args.single_worker = true,
@@ -85,7 +88,12 @@ fn run(args: &Args) -> Result<(), LeaseError> {
         let _ = out.flush();
     }
     let mut issued = 0u64;
-    while args.count == 0 || issued < args.count {
+    let started = std::time::Instant::now();
+    let running = |issued: u64| {
+        (args.count == 0 || issued < args.count)
+            && (args.for_ms == 0 || started.elapsed() < Duration::from_millis(args.for_ms))
+    };
+    while running(issued) {
         let id = match gen.next_id() {
             Ok(id) => id,
             Err(error) => {
