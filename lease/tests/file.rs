@@ -1,4 +1,5 @@
 //! The embedded `file://` coordinator against the real file system, with real processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -33,8 +34,12 @@ fn the_129th_holder_gets_worker_pool_exhausted() {
         clockflake_lease::LeaseError::Core(Error::WorkerPoolExhausted { workers: 128 })
     );
     // Another namespace has its own pool.
-    let other = open(&uri.replace("orders", "billing"), Layout::CLOCKSEQ, LeaseOptions::default())
-        .unwrap();
+    let other = open(
+        &uri.replace("orders", "billing"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap();
     assert_eq!(other.worker_id(), 0);
     // A released worker id is recycled.
     held[77].close().unwrap();
@@ -116,7 +121,10 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
             break;
         }
     }
-    assert!(killed_mid_write, "never caught the probe between write and rename");
+    assert!(
+        killed_mid_write,
+        "never caught the probe between write and rename"
+    );
     // The half-written temporary file is ignored; the state file is the last complete one.
     let stored = FileCoordinator::new(&dir, app)
         .unwrap()
@@ -135,7 +143,14 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
     let plain = uri(&dir, app);
     let run = |offset_ms: &str, for_ms: &str| {
         let output = probe(&[
-            "--uri", &plain, "--binary", "--every-ms", "1", "--for-ms", for_ms, "--offset-ms",
+            "--uri",
+            &plain,
+            "--binary",
+            "--every-ms",
+            "1",
+            "--for-ms",
+            for_ms,
+            "--offset-ms",
             offset_ms,
         ])
         .output()
@@ -156,7 +171,10 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
     assert_ne!(cs(&run3), last1.clock_seq);
     // Run 2's clock covered run 1's last second: without the marks, these would collide.
     let first2 = Layout::CLOCKSEQ.decode(run2[0]).unwrap().timestamp_ms;
-    assert!(first2 <= last1.timestamp_ms, "the restarted clock overlaps run 1's times");
+    assert!(
+        first2 <= last1.timestamp_ms,
+        "the restarted clock overlaps run 1's times"
+    );
     assert_unique(
         "run 1 + run 2 + run 3",
         run1.iter().chain(&run2).chain(&run3).copied(),
@@ -218,7 +236,11 @@ fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
     // it ignored the stored marks, the same (time, clock_seq, worker, sequence) would repeat.
     let next = paced(2500, || second.next_id().unwrap());
     let cs = |id: u64| Layout::CLOCKSEQ.decode(id).unwrap().clock_seq;
-    assert_ne!(cs(next[0]), cs(ids[0]), "the new holder moved clock sequence");
+    assert_ne!(
+        cs(next[0]),
+        cs(ids[0]),
+        "the new holder moved clock sequence"
+    );
     assert_unique("both holders", ids.iter().chain(&next).copied());
     let _ = fs::remove_dir_all(dir);
 }
@@ -236,13 +258,21 @@ fn ids_in_a_new_clock_sequence_are_persisted_before_they_are_returned() {
         Layout::CLOCKSEQ.decode(b).unwrap(),
     );
     assert_ne!(pa.clock_seq, pb.clock_seq);
-    let stored = FileCoordinator::new(&dir, "x").unwrap().read_state(0).unwrap().unwrap();
+    let stored = FileCoordinator::new(&dir, "x")
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.clock_seq, pb.clock_seq);
     assert!(stored.high_water_ms[pb.clock_seq as usize].unwrap() >= pb.timestamp_ms);
     // Far ahead of the reservation: renewed before the id is issued.
     let c = gen.next_id_at(now + 60_000).unwrap();
     let pc = Layout::CLOCKSEQ.decode(c).unwrap();
-    let stored = FileCoordinator::new(&dir, "x").unwrap().read_state(0).unwrap().unwrap();
+    let stored = FileCoordinator::new(&dir, "x")
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap();
     assert!(stored.high_water_ms[pc.clock_seq as usize].unwrap() >= pc.timestamp_ms);
     let _ = fs::remove_dir_all(dir);
 }

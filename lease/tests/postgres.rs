@@ -1,4 +1,5 @@
 //! The `postgres://` coordinator against a real PostgreSQL (started by `make test-lease`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -23,7 +24,9 @@ fn open_when_free(uri: &str, layout: Layout, patience: Duration) -> (LeasedGener
     loop {
         match open(uri, layout, LeaseOptions::default()) {
             Ok(gen) => return (gen, wall_ms()),
-            Err(error) if error.code() == "WORKER_POOL_EXHAUSTED" && started.elapsed() < patience => {
+            Err(error)
+                if error.code() == "WORKER_POOL_EXHAUSTED" && started.elapsed() < patience =>
+            {
                 std::thread::sleep(Duration::from_millis(20))
             }
             Err(error) => panic!("open: {error}"),
@@ -58,7 +61,11 @@ fn two_hundred_clients_race_for_128_worker_ids() {
         }
     }
     granted.sort_unstable();
-    assert_eq!(granted, (0..128).collect::<Vec<_>>(), "exactly 128 grants, each id once");
+    assert_eq!(
+        granted,
+        (0..128).collect::<Vec<_>>(),
+        "exactly 128 grants, each id once"
+    );
     assert_eq!(refused, 72);
     // Every holder can issue ids, and they are unique across holders.
     let ids = results
@@ -82,7 +89,11 @@ fn paused_holder(factor: f64) {
     let ttl_ms = 1000u64;
     let uri = uri(&app("pause"), "1s");
     let holder = Watched::spawn(probe(&[
-        "--uri", &uri, "--single-worker", "--every-ms", "2",
+        "--uri",
+        &uri,
+        "--single-worker",
+        "--every-ms",
+        "2",
     ]));
     holder.wait_for_ids(50);
     let pause = Duration::from_millis((ttl_ms as f64 * factor) as u64);
@@ -129,7 +140,9 @@ fn paused_holder(factor: f64) {
     if factor < 1.0 {
         assert!(rival.is_none(), "the rival got a live lease");
         assert!(
-            after_pause.iter().any(|&id| timestamp(&layout, id) > continued_at),
+            after_pause
+                .iter()
+                .any(|&id| timestamp(&layout, id) > continued_at),
             "the holder kept its lease and went on"
         );
         assert!(!text.contains("error "), "{text}");
@@ -147,7 +160,10 @@ fn paused_holder(factor: f64) {
         assert!(text.contains("error LEASE_LOST"), "{text}");
         assert!(rival_ids.len() > 100);
     }
-    assert_unique("holder + rival", holder_ids.iter().chain(&rival_ids).copied());
+    assert_unique(
+        "holder + rival",
+        holder_ids.iter().chain(&rival_ids).copied(),
+    );
 }
 
 #[test]
@@ -181,7 +197,11 @@ fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
     assert_eq!(second.worker_id(), first.worker_id());
     let next = paced(2500, || second.next_id().unwrap());
     let cs = |id: u64| Layout::CLOCKSEQ.decode(id).unwrap().clock_seq;
-    assert_ne!(cs(next[0]), cs(ids[0]), "the new holder moved clock sequence");
+    assert_ne!(
+        cs(next[0]),
+        cs(ids[0]),
+        "the new holder moved clock sequence"
+    );
     assert_unique("released handover", ids.iter().chain(&next).copied());
     second.close().unwrap();
 
@@ -189,7 +209,13 @@ fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
     let layout = single_worker();
     let uri = uri.replace("app=ahead", "app=ahead-killed");
     let holder = Watched::spawn(probe(&[
-        "--uri", &uri, "--single-worker", "--offset-ms", "2000", "--every-ms", "1",
+        "--uri",
+        &uri,
+        "--single-worker",
+        "--offset-ms",
+        "2000",
+        "--every-ms",
+        "1",
     ]));
     holder.wait_for_ids(300);
     let lines = {

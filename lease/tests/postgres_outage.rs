@@ -1,4 +1,5 @@
 //! PostgreSQL stopped for 3x the TTL (its own test binary: it stops the shared server).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -39,8 +40,16 @@ fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
     let last_ok = log[first_error - 1].0;
     // Ids went on while the lease could still be valid, and stopped before it could expire
     // on the server (1 s after the last renewal, which was before the server went down).
-    assert!(last_ok >= halting + 400, "stopped early: {} ms", last_ok - halting);
-    assert!(last_ok < halted + 1000, "went on too long: {} ms", last_ok - halted);
+    assert!(
+        last_ok >= halting + 400,
+        "stopped early: {} ms",
+        last_ok - halting
+    );
+    assert!(
+        last_ok < halted + 1000,
+        "went on too long: {} ms",
+        last_ok - halted
+    );
     for (_, result) in &log[first_error..] {
         assert_eq!(*result, Err("LEASE_LOST"));
     }
@@ -60,7 +69,10 @@ fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
     };
     let after = paced(200, || again.next_id().unwrap());
     assert!(!after.is_empty());
-    assert_unique("before and after the outage", before.iter().chain(&after).copied());
+    assert_unique(
+        "before and after the outage",
+        before.iter().chain(&after).copied(),
+    );
     again.close().unwrap();
     gen.close().unwrap();
 }
