@@ -361,6 +361,10 @@ impl LeasedGenerator {
         options: LeaseOptions,
         reserve: Duration,
     ) -> Result<LeasedGenerator, LeaseError> {
+        let workers = layout.max_worker_id() + 1;
+        if workers > crate::MAX_LEASED_WORKERS {
+            return Err(LeaseError::TooManyWorkers { workers });
+        }
         let describe = coordinator.describe();
         let sent_boot_ms = boot_ms();
         let grant = coordinator.acquire(&layout)?;

@@ -50,6 +50,25 @@ fn the_129th_holder_gets_worker_pool_exhausted() {
 }
 
 #[test]
+fn layouts_with_more_than_65536_worker_ids_are_refused() {
+    let dir = temp_dir("wide");
+    let wide = Layout::new(
+        &[
+            (clockflake::Field::Timestamp, 41),
+            (clockflake::Field::Worker, 17),
+            (clockflake::Field::Sequence, 5),
+        ],
+        1,
+        Layout::CLOCKSEQ.epoch_ms(),
+    )
+    .unwrap();
+    let error = open(&uri(&dir, "w"), wide, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_LAYOUT");
+    assert!(error.is_input_error());
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
 fn sixteen_processes_times_100_000_ids_are_all_unique() {
     let dir = temp_dir("sixteen");
     let uri = uri(&dir, "many");
