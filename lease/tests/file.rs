@@ -295,3 +295,42 @@ fn ids_in_a_new_clock_sequence_are_persisted_before_they_are_returned() {
     assert!(stored.high_water_ms[pc.clock_seq as usize].unwrap() >= pc.timestamp_ms);
     let _ = fs::remove_dir_all(dir);
 }
+
+#[test]
+fn one_leased_generator_shared_by_four_threads_repeats_nothing() {
+    let dir = temp_dir("threads");
+    let gen = Arc::new(open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let gen = Arc::clone(&gen);
+            std::thread::spawn(move || {
+                (0..100_000)
+                    .map(|_| gen.next_id().unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let ids = threads.into_iter().flat_map(|t| t.join().unwrap());
+    assert_eq!(assert_unique("4 threads", ids), 400_000);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn after_a_fork_the_child_refuses_and_leaves_the_parents_lock_alone() {
+    let dir = temp_dir("fork");
+    let uri = uri(&dir, "f");
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    // What the Python binding's at-fork hook calls in the child.
+    gen.invalidate_after_fork();
+    assert_eq!(gen.next_id().unwrap_err().code(), "WORKER_ID_INVALIDATED");
+    assert_eq!(
+        gen.try_next_id().unwrap_err().code(),
+        "WORKER_ID_INVALIDATED"
+    );
+    assert!(!gen.is_active());
+    drop(gen); // must not unlock: in a real child the lock belongs to the parent
+    let other = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    assert_eq!(other.worker_id(), 1, "worker id 0 is still locked");
+    let _ = fs::remove_dir_all(dir);
+}

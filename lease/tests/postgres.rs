@@ -86,8 +86,8 @@ fn timestamp(layout: &Layout, id: u64) -> u64 {
 fn paused_holder(factor: f64) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let layout = single_worker();
-    let ttl_ms = 1000u64;
-    let uri = uri(&app("pause"), "1s");
+    let ttl_ms = 2000u64;
+    let uri = uri(&app("pause"), "2s");
     let holder = Watched::spawn(probe(&[
         "--uri",
         &uri,
@@ -122,7 +122,7 @@ fn paused_holder(factor: f64) {
     let mut rival = rival.join().unwrap();
     if factor >= 1.0 && rival.is_none() {
         // The lease expired at the end of the pause at the latest: the rival gets it now.
-        rival = Some(open_when_free(&uri, layout, Duration::from_secs(2)));
+        rival = Some(open_when_free(&uri, layout, Duration::from_secs(3)));
     }
     let rival_ids: Vec<u64> = match &rival {
         Some((gen, _)) => paced(300, || gen.next_id().unwrap()),
