@@ -334,3 +334,49 @@ fn after_a_fork_the_child_refuses_and_leaves_the_parents_lock_alone() {
     assert_eq!(other.worker_id(), 1, "worker id 0 is still locked");
     let _ = fs::remove_dir_all(dir);
 }
+
+#[test]
+fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
+    let dir = temp_dir("wait");
+    let uri = uri(&dir, "w");
+    let layout = Layout::TWITTER; // no clock-sequence bits: nothing to switch to
+    let ahead = |ms: u64| LeaseOptions {
+        clock: Some(Arc::new(move || wall_ms() + ms)),
+        ..LeaseOptions::default()
+    };
+    let first = open(&uri, layout, ahead(500)).unwrap();
+    let ids = paced(100, || first.next_id().unwrap());
+    first.close().unwrap();
+    let mark = FileCoordinator::new(&dir, "w")
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap()
+        .high_water_ms[0]
+        .unwrap();
+    let second = open(&uri, layout, LeaseOptions::default()).unwrap();
+    // Not yet: the non-blocking call says so ...
+    assert_eq!(
+        second.try_next_id().unwrap_err().code(),
+        "CLOCK_MOVED_BACKWARDS"
+    );
+    // ... and the blocking one waits for the clock to pass the previous holder's mark.
+    let id = second.next_id().unwrap();
+    assert!(layout.decode(id).unwrap().timestamp_ms > mark);
+    let more = paced(50, || second.next_id().unwrap());
+    assert_unique("both", ids.iter().chain([&id]).chain(&more).copied());
+    second.close().unwrap();
+
+    // A mark an hour ahead is beyond max_handover_wait: refused at once, not waited on.
+    let far = open(&uri, layout, ahead(3_600_000)).unwrap();
+    far.next_id().unwrap();
+    far.close().unwrap();
+    let behind = open(&uri, layout, LeaseOptions::default()).unwrap();
+    let started = Instant::now();
+    assert_eq!(
+        behind.next_id().unwrap_err().code(),
+        "CLOCK_MOVED_BACKWARDS"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let _ = fs::remove_dir_all(dir);
+}
