@@ -585,7 +585,7 @@ impl LeasedGenerator {
     pub fn next_id_at(&self, now_ms: u64) -> Result<u64, LeaseError> {
         loop {
             match self.shared.attempt(Some(now_ms)) {
-                Ok(id) => return self.shared.covered(id),
+                Ok(id) => return self.finish(id),
                 Err(Miss::Limit) => self.shared.refresh(Some(now_ms))?,
                 Err(Miss::Core(error)) => return Err(LeaseError::Core(error)),
             }
@@ -594,12 +594,10 @@ impl LeasedGenerator {
 
     #[inline(always)]
     fn finish(&self, id: u64) -> Result<u64, LeaseError> {
-        match self.shared.time {
-            // The boot-based time never goes back, so the clock sequence never changes
-            // after start and the reservation always covers it.
-            Time::Boot { .. } => Ok(id),
-            Time::Injected(_) => self.shared.covered(id),
-        }
+        // On the boot-based time the clock sequence never changes after start, so this is
+        // one load and a compare; it matters for injected clocks and explicit times, which
+        // can go back and move the generator to another clock sequence.
+        self.shared.covered(id)
     }
 
     /// A snapshot of the generator's state (what [`LeasedGenerator::close`] stores, less the
