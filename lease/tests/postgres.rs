@@ -272,3 +272,49 @@ fn the_table_holds_one_row_per_worker_id_with_its_marks() {
     let seen: HashSet<u64> = [id].into_iter().collect();
     assert_eq!(seen.len(), 1);
 }
+
+#[test]
+fn a_corrupt_row_is_refused_and_left_as_it_is() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let app = app("corrupt");
+    let uri = uri(&app, "2s");
+    let layout = single_worker();
+    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    gen.close().unwrap();
+    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    client
+        .execute(
+            "UPDATE clockflake_leases SET high_water_ms = '{1,2,3}' WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    let error = open(&uri, layout, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    assert!(
+        error.to_string().contains("expected 16 entries, found 3"),
+        "{error}"
+    );
+    let row = client
+        .query_one(
+            "SELECT owner, high_water_ms FROM clockflake_leases WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, Option<String>>("owner"), None, "given back");
+    assert_eq!(
+        row.get::<_, Vec<Option<i64>>>("high_water_ms"),
+        vec![Some(1), Some(2), Some(3)],
+        "not reset"
+    );
+    // Another layout's record is refused too.
+    client
+        .execute(
+            "UPDATE clockflake_leases SET high_water_ms = array_fill(NULL::bigint, ARRAY[16]), \
+             layout_fingerprint = 42 WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    let error = open(&uri, layout, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+}
