@@ -318,3 +318,31 @@ fn a_corrupt_row_is_refused_and_left_as_it_is() {
     let error = open(&uri, layout, LeaseOptions::default()).unwrap_err();
     assert_eq!(error.code(), "INVALID_STATE", "{error}");
 }
+
+#[test]
+fn eight_processes_times_100_000_ids_are_all_unique() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let uri = uri(&app("eight"), "2s");
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            probe(&["--uri", &uri, "--count", "100000", "--binary"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut all = Vec::new();
+    let mut workers = HashSet::new();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert!(output.status.success(), "{stderr}");
+        let ids = binary_ids(&output.stdout);
+        assert_eq!(ids.len(), 100_000);
+        workers.insert(Layout::CLOCKSEQ.decode(ids[0]).unwrap().worker_id);
+        all.extend(ids);
+    }
+    assert_eq!(workers.len(), 8);
+    assert_eq!(assert_unique("8 x 100,000", all), 800_000);
+}
