@@ -1,0 +1,149 @@
+//! The lease error type: core's errors plus what only a coordinator can know.
+
+use std::fmt;
+
+/// Why a leased generator refused. [`LeaseError::code`] is a stable SCREAMING_SNAKE string:
+/// core's codes (`LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, `INVALID_STATE`, ...) where core has
+/// one, and `INVALID_URI`, `COORDINATOR_UNAVAILABLE`, `GENERATOR_CLOSED` for what core cannot know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeaseError {
+    /// A refusal from the core generator or layout (its code is core's).
+    Core(clockflake::Error),
+    /// `LEASE_LOST`: the lease's deadline passed without a renewal, or the coordinator said
+    /// the lease is gone. The generator issues no more ids; open a new one.
+    LeaseLost {
+        /// What happened, for people.
+        reason: String,
+    },
+    /// `INVALID_STATE`: a stored state record that cannot be read. It is refused, never reset:
+    /// repair or remove it by hand once you know no live generator uses its worker id.
+    CorruptState {
+        /// Where the record lives (a file path, or a table row).
+        location: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `INVALID_URI`: a coordinator URI this crate cannot use.
+    InvalidUri {
+        /// The URI, with any password removed.
+        uri: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `COORDINATOR_UNAVAILABLE`: the coordinator could not be reached or failed (I/O error,
+    /// database down). Opening fails; a running generator keeps issuing ids until its lease
+    /// deadline or reservation runs out.
+    CoordinatorUnavailable {
+        /// Which coordinator.
+        coordinator: String,
+        /// The underlying error.
+        reason: String,
+    },
+    /// `GENERATOR_CLOSED`: `close()` was called; the worker id has been released.
+    Closed,
+    /// `INVALID_LAYOUT`: a layout with more worker ids than a coordinator hands out
+    /// ([`crate::MAX_LEASED_WORKERS`]).
+    TooManyWorkers {
+        /// How many worker ids the layout has.
+        workers: u64,
+    },
+}
+
+impl LeaseError {
+    /// The stable code, the same string in Rust, JS and Python.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LeaseError::Core(error) => error.code(),
+            LeaseError::LeaseLost { .. } => "LEASE_LOST",
+            LeaseError::CorruptState { .. } => "INVALID_STATE",
+            LeaseError::InvalidUri { .. } => "INVALID_URI",
+            LeaseError::CoordinatorUnavailable { .. } => "COORDINATOR_UNAVAILABLE",
+            LeaseError::Closed => "GENERATOR_CLOSED",
+            LeaseError::TooManyWorkers { .. } => "INVALID_LAYOUT",
+        }
+    }
+
+    /// The codes this crate adds to core's [`clockflake::Error::CODES`].
+    pub const CODES: [&'static str; 3] =
+        ["INVALID_URI", "COORDINATOR_UNAVAILABLE", "GENERATOR_CLOSED"];
+
+    /// When a retry of the same call can succeed, Unix ms (core's sequence and clock refusals).
+    pub fn retry_at_ms(&self) -> Option<u64> {
+        match self {
+            LeaseError::Core(error) => error.retry_at_ms(),
+            _ => None,
+        }
+    }
+
+    /// Whether the error is about bad input (bindings map these to `ValueError`/`RangeError`).
+    pub fn is_input_error(&self) -> bool {
+        match self {
+            LeaseError::Core(error) => error.is_input_error(),
+            LeaseError::InvalidUri { .. } | LeaseError::TooManyWorkers { .. } => true,
+            _ => false,
+        }
+    }
+
+    pub(crate) fn lost(reason: impl Into<String>) -> LeaseError {
+        LeaseError::LeaseLost {
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn unavailable(coordinator: &str, reason: impl fmt::Display) -> LeaseError {
+        LeaseError::CoordinatorUnavailable {
+            coordinator: coordinator.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+
+    pub(crate) fn corrupt(location: impl Into<String>, reason: impl Into<String>) -> LeaseError {
+        LeaseError::CorruptState {
+            location: location.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<clockflake::Error> for LeaseError {
+    fn from(error: clockflake::Error) -> Self {
+        LeaseError::Core(error)
+    }
+}
+
+impl fmt::Display for LeaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeaseError::Core(error) => error.fmt(f),
+            LeaseError::LeaseLost { reason } => write!(
+                f,
+                "lease lost: {reason}; this generator issues no more ids, open a new one"
+            ),
+            LeaseError::CorruptState { location, reason } => write!(
+                f,
+                "invalid state: the stored state record at {location} cannot be read ({reason}); \
+                 refusing to reset it, since ids issued under it could repeat"
+            ),
+            LeaseError::InvalidUri { uri, reason } => write!(
+                f,
+                "invalid uri: {reason}, found {uri:?}; expected file:///DIR?app=NAME or \
+                 postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s"
+            ),
+            LeaseError::CoordinatorUnavailable {
+                coordinator,
+                reason,
+            } => write!(f, "coordinator unavailable: {coordinator}: {reason}"),
+            LeaseError::Closed => {
+                f.write_str("generator closed: its worker-id lease was released by close()")
+            }
+            LeaseError::TooManyWorkers { workers } => write!(
+                f,
+                "invalid layout: leases cover layouts of at most {} worker ids, found {workers}",
+                crate::MAX_LEASED_WORKERS
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LeaseError {}

@@ -1,0 +1,59 @@
+//! Worker ids that never collide: leased, recycled and safe, for [`clockflake`] generators.
+//!
+//! [`open`] takes a worker id from a coordinator and returns a [`LeasedGenerator`]:
+//!
+//! | URI | coordinator |
+//! |---|---|
+//! | `file:///var/lib/app/ids?app=orders` | embedded, one host: a lock file per worker id, state files beside them |
+//! | `postgres://user@db:5432/ids?app=orders&ttl=10s` | many hosts: one row per worker id, row leases with a fencing epoch |
+//!
+//! Parameters: `app` (namespace, default `default`); `file://`: `reserve` (how far ahead the
+//! state is persisted, default `1s`); `postgres://`: `ttl` (default `10s`), `table` (default
+//! `clockflake_leases`), and any parameter of the `postgres` crate (`sslmode`, ...).
+//!
+//! ```no_run
+//! use clockflake::Layout;
+//! use clockflake_lease::{open, LeaseOptions};
+//! let gen = open("file:///var/lib/app/ids?app=orders", Layout::CLOCKSEQ, LeaseOptions::default())?;
+//! let id = gen.next_id()?;
+//! println!("worker {} issued {id}", gen.worker_id());
+//! gen.close()?;
+//! # Ok::<(), clockflake_lease::LeaseError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod clock;
+mod coordinator;
+mod error;
+mod file;
+mod generator;
+mod pg;
+mod record;
+mod uri;
+
+pub use clock::{boot_ms, wall_ms};
+pub use coordinator::{Coordinator, Grant};
+pub use error::LeaseError;
+pub use file::FileCoordinator;
+pub use generator::{LeaseOptions, LeasedGenerator};
+pub use pg::{PostgresCoordinator, SCHEMA};
+pub use uri::{parse_duration, redact, DEFAULT_APP, DEFAULT_RESERVE, DEFAULT_TABLE, DEFAULT_TTL};
+
+/// The most worker ids a layout may have to be leased (16 worker bits, like `sonyflake`):
+/// coordinators keep one lock file or row per worker id.
+pub const MAX_LEASED_WORKERS: u64 = 1 << 16;
+
+/// Leases a worker id from the coordinator `uri` names and starts a generator under it.
+///
+/// Fails with `INVALID_URI`, `COORDINATOR_UNAVAILABLE`, `WORKER_POOL_EXHAUSTED` (every worker
+/// id of the layout is held), `INVALID_STATE` (a stored record that is corrupt or from
+/// another layout), or a core error.
+pub fn open(
+    uri: &str,
+    layout: clockflake::Layout,
+    options: LeaseOptions,
+) -> Result<LeasedGenerator, LeaseError> {
+    let target = uri::connect(uri)?;
+    LeasedGenerator::start(target.coordinator, layout, options, target.reserve)
+}

@@ -1,0 +1,170 @@
+//! Helpers shared by the lease test binaries.
+#![allow(dead_code, clippy::unwrap_used, clippy::panic)]
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use clockflake::{Field, Layout};
+
+pub const PROBE: &str = env!("CARGO_BIN_EXE_clockflake-lease-probe");
+
+/// A fresh empty directory under the system temp dir.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "clockflake-lease-test-{}-{}-{name}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A unique application namespace per test run.
+pub fn app(name: &str) -> String {
+    format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        clockflake_lease::wall_ms()
+    )
+}
+
+/// The layout of `--single-worker`: one worker id, so a rival can only take that one.
+pub fn single_worker() -> Layout {
+    Layout::new(
+        &[
+            (Field::Timestamp, 41),
+            (Field::ClockSeq, 3),
+            (Field::Sequence, 12),
+        ],
+        1,
+        Layout::CLOCKSEQ.epoch_ms(),
+    )
+    .unwrap()
+}
+
+pub fn probe(args: &[&str]) -> Command {
+    let mut command = Command::new(PROBE);
+    command.args(args);
+    command
+}
+
+/// Ids from `--binary` output (a trailing partial id, cut by kill -9, is dropped).
+pub fn binary_ids(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .map(|chunk| u64::from_le_bytes(chunk.try_into().unwrap()))
+        .collect()
+}
+
+/// Ids from text output.
+pub fn text_ids(text: &str) -> Vec<u64> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("id "))
+        .map(|id| id.parse().unwrap())
+        .collect()
+}
+
+pub fn assert_unique(label: &str, ids: impl IntoIterator<Item = u64>) -> usize {
+    let mut seen = HashSet::new();
+    let mut count = 0;
+    for id in ids {
+        assert!(seen.insert(id), "{label}: duplicate id {id}");
+        count += 1;
+    }
+    count
+}
+
+pub fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{name}");
+}
+
+/// A child whose stdout lines are collected, each with the wall ms it was read at.
+pub struct Watched {
+    pub child: Child,
+    pub lines: Arc<Mutex<Vec<(u64, String)>>>,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Watched {
+    pub fn spawn(mut command: Command) -> Watched {
+        let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                sink.lock()
+                    .unwrap()
+                    .push((clockflake_lease::wall_ms(), line));
+            }
+        });
+        Watched {
+            child,
+            lines,
+            reader: Some(reader),
+        }
+    }
+
+    pub fn count_ids(&self) -> usize {
+        let lines = self.lines.lock().unwrap();
+        lines.iter().filter(|(_, l)| l.starts_with("id ")).count()
+    }
+
+    pub fn wait_for_ids(&self, n: usize) {
+        let started = std::time::Instant::now();
+        while self.count_ids() < n {
+            assert!(
+                started.elapsed().as_secs() < 20,
+                "child produced no ids: {:?}",
+                self.lines.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Kills the child and returns every line it printed.
+    pub fn finish(mut self) -> Vec<(u64, String)> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        let lines = self.lines.lock().unwrap();
+        lines.clone()
+    }
+}
+
+pub fn pg_url() -> String {
+    std::env::var("CLOCKFLAKE_PG_URL").unwrap_or_else(|_| {
+        panic!("CLOCKFLAKE_PG_URL is not set: run `make test-lease`, which starts a throwaway PostgreSQL")
+    })
+}
+
+pub fn pg_script(action: &str) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/postgres.sh");
+    let status = Command::new(script).arg(action).status().unwrap();
+    assert!(status.success(), "postgres.sh {action}");
+}
+
+/// Calls `next` for `ms` milliseconds, pausing 50 µs between ids (about 15 ids per ms).
+pub fn paced(ms: u64, mut next: impl FnMut() -> u64) -> Vec<u64> {
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    let mut ids = Vec::new();
+    while std::time::Instant::now() < until {
+        ids.push(next());
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    ids
+}

@@ -1,0 +1,382 @@
+//! The embedded `file://` coordinator against the real file system, with real processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clockflake::{Error, Layout};
+use clockflake_lease::{open, wall_ms, Coordinator, FileCoordinator, LeaseOptions};
+use common::*;
+
+fn uri(dir: &Path, app: &str) -> String {
+    format!("file://{}?app={app}", dir.display())
+}
+
+#[test]
+fn the_129th_holder_gets_worker_pool_exhausted() {
+    let dir = temp_dir("pool");
+    let uri = uri(&dir, "orders");
+    let held: Vec<_> = (0..128)
+        .map(|_| open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap())
+        .collect();
+    let mut workers: Vec<u64> = held.iter().map(|g| g.worker_id()).collect();
+    workers.sort_unstable();
+    assert_eq!(workers, (0..128).collect::<Vec<_>>());
+    let error = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "WORKER_POOL_EXHAUSTED");
+    assert_eq!(
+        error,
+        clockflake_lease::LeaseError::Core(Error::WorkerPoolExhausted { workers: 128 })
+    );
+    // Another namespace has its own pool.
+    let other = open(
+        &uri.replace("orders", "billing"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(other.worker_id(), 0);
+    // A released worker id is recycled.
+    held[77].close().unwrap();
+    assert_eq!(held[77].next_id().unwrap_err().code(), "GENERATOR_CLOSED");
+    let again = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    assert_eq!(again.worker_id(), 77);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn layouts_with_more_than_65536_worker_ids_are_refused() {
+    let dir = temp_dir("wide");
+    let wide = Layout::new(
+        &[
+            (clockflake::Field::Timestamp, 41),
+            (clockflake::Field::Worker, 17),
+            (clockflake::Field::Sequence, 5),
+        ],
+        1,
+        Layout::CLOCKSEQ.epoch_ms(),
+    )
+    .unwrap();
+    let error = open(&uri(&dir, "w"), wide, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_LAYOUT");
+    assert!(error.is_input_error());
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn sixteen_processes_times_100_000_ids_are_all_unique() {
+    let dir = temp_dir("sixteen");
+    let uri = uri(&dir, "many");
+    let children: Vec<_> = (0..16)
+        .map(|_| {
+            probe(&["--uri", &uri, "--count", "100000", "--binary"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut all = Vec::new();
+    let mut workers = Vec::new();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert!(output.status.success(), "probe failed: {stderr}");
+        let worker: u64 = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("worker "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        workers.push(worker);
+        let ids = binary_ids(&output.stdout);
+        assert_eq!(ids.len(), 100_000);
+        for id in &ids {
+            assert_eq!(Layout::CLOCKSEQ.decode(*id).unwrap().worker_id, worker);
+        }
+        all.extend(ids);
+    }
+    workers.sort_unstable();
+    workers.dedup();
+    assert_eq!(workers.len(), 16, "16 concurrent holders, 16 worker ids");
+    assert_eq!(assert_unique("16 x 100,000", all), 1_600_000);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
+    let dir = temp_dir("crash");
+    let app = "crash";
+    let temp_file = dir.join(app).join("worker-0.state.tmp");
+    let state_file = dir.join(app).join("worker-0.state");
+    // A slow state write (test hook) and a short reservation: writes happen all the time.
+    let slow = format!(
+        "file://{}?app={app}&reserve=200ms&debug_write_delay=150ms",
+        dir.display()
+    );
+    let out1 = dir.join("run1.bin");
+    let mut killed_mid_write = false;
+    for _attempt in 0..5 {
+        let mut child = probe(&["--uri", &slow, "--binary", "--every-ms", "1"])
+            .stdout(fs::File::create(&out1).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Run long enough that a restart with the clock 1 s back lands in this run's times.
+        std::thread::sleep(Duration::from_millis(1500));
+        let started = Instant::now();
+        while !temp_file.exists() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        if temp_file.exists() {
+            killed_mid_write = true;
+            break;
+        }
+    }
+    assert!(
+        killed_mid_write,
+        "never caught the probe between write and rename"
+    );
+    // The half-written temporary file is ignored; the state file is the last complete one.
+    let stored = FileCoordinator::new(&dir, app)
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap();
+    assert!(state_file.exists());
+    let run1 = binary_ids(&fs::read(&out1).unwrap());
+    assert!(run1.len() > 500, "run 1 issued {} ids", run1.len());
+    let last1 = Layout::CLOCKSEQ.decode(*run1.last().unwrap()).unwrap();
+    assert!(
+        stored.high_water_ms[last1.clock_seq as usize].unwrap() >= last1.timestamp_ms,
+        "the stored reservation covers the last id issued"
+    );
+
+    let plain = uri(&dir, app);
+    let run = |offset_ms: &str, for_ms: &str| {
+        let output = probe(&[
+            "--uri",
+            &plain,
+            "--binary",
+            "--every-ms",
+            "1",
+            "--for-ms",
+            for_ms,
+            "--offset-ms",
+            offset_ms,
+        ])
+        .output()
+        .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        binary_ids(&output.stdout)
+    };
+    let run2 = run("-1000", "1500");
+    let run3 = run("-3600000", "300");
+    let cs = |ids: &[u64]| Layout::CLOCKSEQ.decode(ids[0]).unwrap().clock_seq;
+    // Each restart found the stored marks ahead of its clock and moved clock sequence.
+    assert_ne!(cs(&run2), last1.clock_seq);
+    assert_ne!(cs(&run3), cs(&run2));
+    assert_ne!(cs(&run3), last1.clock_seq);
+    // Run 2's clock covered run 1's last second: without the marks, these would collide.
+    let first2 = Layout::CLOCKSEQ.decode(run2[0]).unwrap().timestamp_ms;
+    assert!(
+        first2 <= last1.timestamp_ms,
+        "the restarted clock overlaps run 1's times"
+    );
+    assert_unique(
+        "run 1 + run 2 + run 3",
+        run1.iter().chain(&run2).chain(&run3).copied(),
+    );
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_corrupt_state_file_is_refused_never_reset() {
+    let dir = temp_dir("corrupt");
+    let uri = uri(&dir, "c");
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    gen.close().unwrap();
+    let path = dir.join("c").join("worker-0.state");
+    let good = fs::read(&path).unwrap();
+    for bad in [
+        Vec::new(),
+        good[..good.len() / 2].to_vec(),
+        b"garbage\n".to_vec(),
+        String::from_utf8(good.clone())
+            .unwrap()
+            .replacen("clock_seq 0", "clock_seq 1", 1)
+            .into_bytes(),
+    ] {
+        fs::write(&path, &bad).unwrap();
+        let error = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap_err();
+        assert_eq!(error.code(), "INVALID_STATE", "{error}");
+        let message = error.to_string();
+        assert!(message.contains(&path.display().to_string()), "{message}");
+        assert!(message.contains("refusing to reset"), "{message}");
+        assert_eq!(fs::read(&path).unwrap(), bad, "the file is left as it was");
+    }
+    // A valid record of another layout is refused too.
+    fs::write(&path, &good).unwrap();
+    let error = open(&uri, Layout::TWITTER, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    // The refused worker id was given back: the good record opens again.
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    assert_eq!(gen.worker_id(), 0);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
+    let dir = temp_dir("ahead");
+    let uri = uri(&dir, "h");
+    let ahead = LeaseOptions {
+        clock: Some(Arc::new(|| wall_ms() + 2000)),
+        ..LeaseOptions::default()
+    };
+    let first = open(&uri, Layout::CLOCKSEQ, ahead).unwrap();
+    // About 15 ids per ms, for 300 ms of the first holder's clock ...
+    let ids = paced(300, || first.next_id().unwrap());
+    first.close().unwrap();
+    let second = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    assert_eq!(second.worker_id(), first.worker_id());
+    // ... and 2.5 s of the second's, whose clock passes through the first one's times: had
+    // it ignored the stored marks, the same (time, clock_seq, worker, sequence) would repeat.
+    let next = paced(2500, || second.next_id().unwrap());
+    let cs = |id: u64| Layout::CLOCKSEQ.decode(id).unwrap().clock_seq;
+    assert_ne!(
+        cs(next[0]),
+        cs(ids[0]),
+        "the new holder moved clock sequence"
+    );
+    assert_unique("both holders", ids.iter().chain(&next).copied());
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn ids_in_a_new_clock_sequence_are_persisted_before_they_are_returned() {
+    let dir = temp_dir("explicit");
+    let gen = open(&uri(&dir, "x"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let now = wall_ms();
+    let a = gen.next_id_at(now).unwrap();
+    // The clock steps back 5 s (explicit time): a new clock sequence, persisted first.
+    let b = gen.next_id_at(now - 5000).unwrap();
+    let (pa, pb) = (
+        Layout::CLOCKSEQ.decode(a).unwrap(),
+        Layout::CLOCKSEQ.decode(b).unwrap(),
+    );
+    assert_ne!(pa.clock_seq, pb.clock_seq);
+    let stored = FileCoordinator::new(&dir, "x")
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.clock_seq, pb.clock_seq);
+    assert!(stored.high_water_ms[pb.clock_seq as usize].unwrap() >= pb.timestamp_ms);
+    // Far ahead of the reservation: renewed before the id is issued.
+    let c = gen.next_id_at(now + 60_000).unwrap();
+    let pc = Layout::CLOCKSEQ.decode(c).unwrap();
+    let stored = FileCoordinator::new(&dir, "x")
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap();
+    assert!(stored.high_water_ms[pc.clock_seq as usize].unwrap() >= pc.timestamp_ms);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn one_leased_generator_shared_by_four_threads_repeats_nothing() {
+    let dir = temp_dir("threads");
+    let gen = Arc::new(open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let gen = Arc::clone(&gen);
+            std::thread::spawn(move || {
+                (0..100_000)
+                    .map(|_| gen.next_id().unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let ids = threads.into_iter().flat_map(|t| t.join().unwrap());
+    assert_eq!(assert_unique("4 threads", ids), 400_000);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn after_a_fork_the_child_refuses_and_leaves_the_parents_lock_alone() {
+    let dir = temp_dir("fork");
+    let uri = uri(&dir, "f");
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    // What the Python binding's at-fork hook calls in the child.
+    gen.invalidate_after_fork();
+    assert_eq!(gen.next_id().unwrap_err().code(), "WORKER_ID_INVALIDATED");
+    assert_eq!(
+        gen.try_next_id().unwrap_err().code(),
+        "WORKER_ID_INVALIDATED"
+    );
+    assert!(!gen.is_active());
+    drop(gen); // must not unlock: in a real child the lock belongs to the parent
+    let other = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    assert_eq!(other.worker_id(), 1, "worker id 0 is still locked");
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
+    let dir = temp_dir("wait");
+    let uri = uri(&dir, "w");
+    let layout = Layout::TWITTER; // no clock-sequence bits: nothing to switch to
+    let ahead = |ms: u64| LeaseOptions {
+        clock: Some(Arc::new(move || wall_ms() + ms)),
+        ..LeaseOptions::default()
+    };
+    let first = open(&uri, layout, ahead(500)).unwrap();
+    let ids = paced(100, || first.next_id().unwrap());
+    first.close().unwrap();
+    let mark = FileCoordinator::new(&dir, "w")
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap()
+        .high_water_ms[0]
+        .unwrap();
+    let second = open(&uri, layout, LeaseOptions::default()).unwrap();
+    // Not yet: the non-blocking call says so ...
+    assert_eq!(
+        second.try_next_id().unwrap_err().code(),
+        "CLOCK_MOVED_BACKWARDS"
+    );
+    // ... and the blocking one waits for the clock to pass the previous holder's mark.
+    let id = second.next_id().unwrap();
+    assert!(layout.decode(id).unwrap().timestamp_ms > mark);
+    let more = paced(50, || second.next_id().unwrap());
+    assert_unique("both", ids.iter().chain([&id]).chain(&more).copied());
+    second.close().unwrap();
+
+    // A mark an hour ahead is beyond max_handover_wait: refused at once, not waited on.
+    let far = open(&uri, layout, ahead(3_600_000)).unwrap();
+    far.next_id().unwrap();
+    far.close().unwrap();
+    let behind = open(&uri, layout, LeaseOptions::default()).unwrap();
+    let started = Instant::now();
+    assert_eq!(
+        behind.next_id().unwrap_err().code(),
+        "CLOCK_MOVED_BACKWARDS"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let _ = fs::remove_dir_all(dir);
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 cluster for the lease tests, on 127.0.0.1 only.
+#
+#   scripts/postgres.sh start    install PostgreSQL 15 from apt if missing, create a cluster in
+#                                $CLOCKFLAKE_PG_DIR (a temp dir), start it on a free port
+#   scripts/postgres.sh url      print its URL: postgres://postgres@127.0.0.1:PORT/postgres
+#   scripts/postgres.sh halt     stop the server immediately, keep the cluster (outage tests)
+#   scripts/postgres.sh resume   start the halted server again on the same port
+#   scripts/postgres.sh stop     stop the server and delete the cluster
+#
+# CLOCKFLAKE_PG_DIR defaults to /tmp/clockflake-lease-pg. As root the server runs as the
+# `postgres` user (runuser); otherwise as the current user.
+set -euo pipefail
+
+DIR=${CLOCKFLAKE_PG_DIR:-/tmp/clockflake-lease-pg}
+PGBIN=/usr/lib/postgresql/15/bin
+
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+install() {
+  if [ -x "$PGBIN/pg_ctl" ] && [ -x "$PGBIN/initdb" ] && id postgres >/dev/null 2>&1; then
+    return
+  fi
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  echo "postgres.sh: installing PostgreSQL 15 from apt" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql-15 >/dev/null
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+server_start() {
+  local port
+  port=$(cat "$DIR/port")
+  as_pg "$PGBIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 30 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$DIR -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    start >/dev/null
+}
+
+is_running() {
+  [ -d "$DIR/data" ] && as_pg "$PGBIN/pg_ctl" -D "$DIR/data" status >/dev/null 2>&1
+}
+
+case "${1:-}" in
+  start)
+    install
+    if is_running; then
+      echo "postgres.sh: already running in $DIR" >&2
+      exit 0
+    fi
+    rm -rf "$DIR"
+    mkdir -p "$DIR"
+    chmod 755 "$DIR"
+    [ "$(id -u)" = 0 ] && chown postgres: "$DIR"
+    as_pg "$PGBIN/initdb" -D "$DIR/data" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null
+    free_port >"$DIR/port.tmp" && mv "$DIR/port.tmp" "$DIR/port"
+    server_start
+    echo "postgres.sh: PostgreSQL 15 running on 127.0.0.1:$(cat "$DIR/port") (cluster in $DIR)" >&2
+    ;;
+  url)
+    echo "postgres://postgres@127.0.0.1:$(cat "$DIR/port")/postgres"
+    ;;
+  halt)
+    as_pg "$PGBIN/pg_ctl" -D "$DIR/data" -m immediate -w stop >/dev/null
+    ;;
+  resume)
+    server_start
+    ;;
+  stop)
+    if is_running; then
+      as_pg "$PGBIN/pg_ctl" -D "$DIR/data" -m immediate -w stop >/dev/null || true
+    fi
+    rm -rf "$DIR"
+    ;;
+  *)
+    echo "usage: $0 start|url|halt|resume|stop" >&2
+    exit 2
+    ;;
+esac
