@@ -40,8 +40,9 @@ is_running() {
 answers() {
   local port reply
   port=$(cat "$DIR/port")
-  reply=$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && printf ruok >&3 && cat <&3" 2>/dev/null || true)
-  [ "$reply" = imok ]
+  # `ruok` says imok before the server serves; `srvr` names its mode only once it does.
+  reply=$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && printf srvr >&3 && cat <&3" 2>/dev/null || true)
+  [[ "$reply" == *"Mode: standalone"* ]]
 }
 
 url() {

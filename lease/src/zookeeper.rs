@@ -9,9 +9,9 @@
 //!
 //! Start-up ([`Coordinator::acquire`]), on a new session every time:
 //! 1. the worker ids of this identity's own `servers` nodes whose `instances` node is absent
-//!    (an optional cache file names the last one, which saves the listings); if they are all in
-//!    use by an instance of the same identity (a restarted process whose old session has not
-//!    expired yet), wait up to that session's timeout for it to go;
+//!    (an optional cache file names the last one, which saves the listings). Before start-up,
+//!    [`crate::open`] waits (up to that session's timeout) when they are all in use by an
+//!    instance of the same identity: a restarted process whose old session has not expired;
 //! 2. else the smallest worker id no `servers` node names;
 //! 3. else, when every worker id has a `servers` node, the id of a node whose `instances` node
 //!    is absent, least recently used (oldest `mtime`) first;
@@ -407,12 +407,26 @@ impl ZooKeeperCoordinator {
         };
         let hosts = self.hosts.clone();
         let timeout = self.session_timeout;
-        let connected = block(runtime, timeout + Duration::from_secs(2), async move {
-            zk::Client::connector()
-                .with_session_timeout(timeout)
-                .with_fail_eagerly()
-                .connect(&hosts)
-                .await
+        let limit = timeout + Duration::from_secs(2);
+        let connected = block(runtime, limit, async move {
+            // Fail fast on a refused connection, but keep trying for a while: a server that
+            // is starting refuses sessions for a moment.
+            let started = tokio::time::Instant::now();
+            loop {
+                let attempt = zk::Client::connector()
+                    .with_session_timeout(timeout)
+                    .with_fail_eagerly()
+                    .connect(&hosts)
+                    .await;
+                match attempt {
+                    Err(zk::Error::NoHosts | zk::Error::ConnectionLoss)
+                        if started.elapsed() + Duration::from_millis(100) < timeout =>
+                    {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    other => return other,
+                }
+            }
         });
         let client = connected.map_err(|fault| self.unavailable(format!("connect: {fault}")))?;
         let session = Session {
@@ -562,6 +576,36 @@ impl ZooKeeperCoordinator {
         Ok(order.into_iter().map(|(_, w)| w).collect())
     }
 
+    /// Before start-up: if every worker id this identity has is held by an instance of the same
+    /// identity (a previous process killed without closing, whose session has not expired
+    /// yet), waits for one to be released, at most the session timeout that instance recorded
+    /// plus a second. Start-up itself never waits (a lease's deadline counts from the start
+    /// of [`Coordinator::acquire`]) and takes another worker id instead, so call this first to
+    /// keep the id across a crash; [`crate::open`] does. Errors are left to start-up to report.
+    pub fn wait_for_predecessor(&mut self) {
+        if self.session.is_some() || self.connect().is_err() {
+            return;
+        }
+        let _ = (|| -> Result<(), LeaseError> {
+            let (servers, in_use) = self.list(u64::MAX)?;
+            let own: Vec<u64> = servers
+                .iter()
+                .filter(|n| n.identity == self.identity)
+                .map(|n| n.worker)
+                .collect();
+            if own.is_empty() || own.iter().any(|w| !in_use.contains(w)) {
+                return Ok(());
+            }
+            for worker in own {
+                if self.await_predecessor(worker)? {
+                    return Ok(());
+                }
+            }
+            Ok(())
+        })();
+        self.close_session();
+    }
+
     fn read_cache(&self, workers: u64) -> Option<u64> {
         let text = std::fs::read_to_string(self.cache.as_ref()?).ok()?;
         let mut lines = text.lines();
@@ -592,7 +636,6 @@ impl ZooKeeperCoordinator {
                 return Ok(worker);
             }
         }
-        let mut waited = false;
         for round in 0..CLAIM_ROUNDS {
             if round > 0 {
                 std::thread::sleep(Duration::from_millis(5 + jitter_ms(40)));
@@ -609,14 +652,6 @@ impl ZooKeeperCoordinator {
             for &worker in own.iter().filter(|w| !in_use.contains(w)) {
                 if self.try_claim(worker)? {
                     return Ok(worker);
-                }
-            }
-            if !waited && !own.is_empty() && own.iter().all(|w| in_use.contains(w)) {
-                waited = true;
-                for &worker in &own {
-                    if self.await_predecessor(worker)? && self.try_claim(worker)? {
-                        return Ok(worker);
-                    }
                 }
             }
             // 2. The smallest worker ids no `servers` node names.
@@ -939,7 +974,8 @@ impl std::fmt::Debug for ZooKeeperCoordinator {
 
 /// Parses a `zookeeper://` URI; the lease TTL (and reservation) is the session timeout.
 pub(crate) fn target(uri: &str) -> Result<(Box<dyn Coordinator>, Duration), LeaseError> {
-    let coordinator = ZooKeeperCoordinator::from_uri(uri)?;
+    let mut coordinator = ZooKeeperCoordinator::from_uri(uri)?;
+    coordinator.wait_for_predecessor();
     let ttl = coordinator.session_timeout;
     Ok((Box::new(coordinator), ttl))
 }
