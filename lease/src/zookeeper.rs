@@ -915,7 +915,7 @@ impl Coordinator for ZooKeeperCoordinator {
         let result = (|| {
             let mut found: Option<State> = None;
             for name in self.children(self.servers_dir())? {
-                if !parse_server(&name).is_some_and(|n| n.worker == worker_id) {
+                if parse_server(&name).is_none_or(|n| n.worker != worker_id) {
                     continue;
                 }
                 let path = format!("{}/{name}", self.servers_dir());

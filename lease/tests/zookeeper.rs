@@ -1,5 +1,6 @@
 //! The `zookeeper://` coordinator against a real ZooKeeper (Debian's package, started on
 //! loopback by `make test-zookeeper` through scripts/zookeeper.sh), with real processes.
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
 mod common;
 
@@ -349,7 +350,7 @@ fn the_coordinator_directly() {
     let mut coordinator = ZooKeeperCoordinator::from_uri(&uri(&app, "direct:1", "1s")).unwrap();
     assert!(coordinator.describe().contains("/snowflake/"));
     let grant = coordinator.acquire(&Layout::CLOCKSEQ).unwrap();
-    assert_eq!((grant.worker_id, grant.state.clone()), (0, None));
+    assert_eq!((grant.worker_id, grant.state), (0, None));
     assert_eq!(grant.ttl, Some(Duration::from_secs(1)));
     let gen = clockflake::Generator::new(Layout::CLOCKSEQ, 0, Default::default()).unwrap();
     gen.next_id_at(wall_ms()).unwrap();
@@ -357,7 +358,7 @@ fn the_coordinator_directly() {
     state.reserve(wall_ms() + 5000);
     coordinator.renew(&state).unwrap();
     coordinator.release(Some(&state)).unwrap();
-    assert_eq!(coordinator.read_state(0).unwrap(), Some(state.clone()));
+    assert_eq!(coordinator.read_state(0).unwrap(), Some(state));
     // After release the lease is gone.
     assert_eq!(coordinator.renew(&state).unwrap_err().code(), "LEASE_LOST");
     // A new start-up on the same coordinator gets the same id and the stored record.

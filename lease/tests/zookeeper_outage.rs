@@ -1,6 +1,7 @@
 //! ZooKeeper stopped and restarted under a running holder: generation halts by the lease
 //! deadline and resumes after a new lease. A separate test binary, since it stops the server
 //! every other ZooKeeper test uses.
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
 mod common;
 
