@@ -753,7 +753,6 @@ impl ZooKeeperCoordinator {
             .unwrap_or_default()
             .into_bytes();
         let mine_path = format!("{servers_dir}/{mine_name}");
-        let others = names.iter().any(|name| *name != mine_name);
         let version = match mine_version {
             None => {
                 let path = mine_path.clone();
@@ -762,14 +761,15 @@ impl ZooKeeperCoordinator {
                 });
                 created.map_err(|fault| self.unavailable(fault))?.0.version
             }
-            Some(version) if others => {
+            // Written even when unchanged: the new version fences off any earlier holder
+            // still writing this node (its next renewal fails with `BadVersion`).
+            Some(version) => {
                 let path = mine_path.clone();
                 let written = self.call(|client| async move {
                     client.set_data(&path, &data, Some(version)).await
                 });
                 written.map_err(|fault| self.unavailable(fault))?.version
             }
-            Some(version) => version,
         };
         // Only now, with the merged record safe in our node, drop the others.
         for name in names.iter().filter(|name| **name != mine_name) {

@@ -377,3 +377,51 @@ fn unreachable_zookeeper_is_coordinator_unavailable() {
     .unwrap_err();
     assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
 }
+
+/// Deletes a node behind the coordinators' backs, with a client of the test's own.
+fn delete_node(path: String) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let hosts = zk_url().trim_start_matches("zookeeper://").to_owned();
+    runtime.block_on(async move {
+        let client = zookeeper_client::Client::connect(&hosts).await.unwrap();
+        client.delete(&path, None).await.unwrap();
+    });
+}
+
+#[test]
+fn a_holder_whose_nodes_are_taken_over_loses_its_lease() {
+    // An operator deletes the ephemeral node of a live holder; the next holder's start-up
+    // rewrites (or removes) the holder's servers node, so the holder's renewal fails.
+    for (rival, same_identity) in [("rival:1", false), ("holder:1", true)] {
+        let app = app("fence");
+        let holder_uri = uri(&app, "holder:1", "5s");
+        let mut holder = ZooKeeperCoordinator::from_uri(&holder_uri).unwrap();
+        let layout = single_worker();
+        let grant = holder.acquire(&layout).unwrap();
+        let gen = clockflake::Generator::new(layout, grant.worker_id, Default::default()).unwrap();
+        gen.next_id_at(wall_ms()).unwrap();
+        holder.renew(&gen.state()).unwrap();
+        delete_node(format!("/snowflake/{app}/instances/0"));
+        let mut taker = ZooKeeperCoordinator::from_uri(&uri(&app, rival, "5s")).unwrap();
+        let taken = taker.acquire(&layout).unwrap();
+        assert_eq!(taken.worker_id, 0);
+        assert_eq!(
+            taken.state,
+            Some(gen.state()),
+            "same identity: {same_identity}"
+        );
+        let error = holder.renew(&gen.state()).unwrap_err();
+        assert_eq!(
+            error.code(),
+            "LEASE_LOST",
+            "same identity {same_identity}: {error}"
+        );
+        taker.renew(&gen.state()).unwrap();
+        taker.release(None).unwrap();
+        holder.release(None).unwrap();
+    }
+}
