@@ -18,13 +18,14 @@ DIR=${CLOCKFLAKE_ZK_DIR:-/tmp/clockflake-zookeeper}
 JAR=/usr/share/java/zookeeper.jar
 
 install() {
-  if [ -f "$JAR" ] && command -v java >/dev/null; then
+  if [ -f "$JAR" ] && command -v java >/dev/null \
+    && dpkg-query -W -f='${Status}' zookeeper 2>/dev/null | grep -q 'ok installed'; then
     return
   fi
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
   echo "zookeeper.sh: installing Debian's zookeeper package" >&2
-  $sudo apt-get update -qq
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
     --no-install-recommends zookeeper >/dev/null
 }
