@@ -8,7 +8,7 @@
 
 ZK_SCRIPT := $(ROOT)/scripts/zookeeper.sh
 # A directory of its own per run, so a server started by hand is never touched.
-ZK_RUN = export CLOCKFLAKE_ZK_DIR=$${TMPDIR:-/tmp}/clockflake-zk-$$$$; \
+ZK_RUN = export CLOCKFLAKE_ZK_REQUIRED=1 CLOCKFLAKE_ZK_DIR=$${TMPDIR:-/tmp}/clockflake-zk-$$$$; \
 	trap '$(ZK_SCRIPT) stop' EXIT; \
 	export CLOCKFLAKE_ZK_URL=$$($(ZK_SCRIPT) start)
 

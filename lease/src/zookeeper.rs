@@ -675,12 +675,8 @@ impl ZooKeeperCoordinator {
                     }
                 }
             }
-            if !tried {
-                let all_busy =
-                    (in_use.len() as u64) >= workers || (0..workers).all(|w| in_use.contains(&w));
-                if all_busy {
-                    return Err(LeaseError::Core(Error::WorkerPoolExhausted { workers }));
-                }
+            if !tried && (0..workers).all(|w| in_use.contains(&w)) {
+                return Err(LeaseError::Core(Error::WorkerPoolExhausted { workers }));
             }
         }
         Err(self.unavailable(format!(
