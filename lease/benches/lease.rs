@@ -1,1 +1,75 @@
-fn main() {}
+//! `make bench-lease`: the per-id cost of a leased generator against a static
+//! `clockflake::Generator`, one thread, same layout, medians of interleaved rounds.
+//!
+//! The layout has 23 sequence bits, so neither generator ever waits for the next
+//! millisecond: what is measured is the id itself (clock read, checks, compare-and-swap).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use clockflake::{Field, Generator, Layout, Options};
+use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions};
+
+const IDS: u32 = 2_000_000;
+const ROUNDS: usize = 9;
+
+fn per_id_ns(mut next: impl FnMut() -> u64) -> f64 {
+    let started = Instant::now();
+    for _ in 0..IDS {
+        black_box(next());
+    }
+    started.elapsed().as_nanos() as f64 / f64::from(IDS)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() -> Result<(), LeaseError> {
+    if std::env::args().any(|a| a == "--test" || a == "--list") {
+        return Ok(()); // `cargo test --benches` smoke run
+    }
+    let layout = Layout::new(
+        &[
+            (Field::Timestamp, 30),
+            (Field::ClockSeq, 3),
+            (Field::Worker, 7),
+            (Field::Sequence, 23),
+        ],
+        1,
+        wall_ms() - 86_400_000,
+    )?;
+    let dir = std::env::temp_dir().join(format!("clockflake-lease-bench-{}", std::process::id()));
+    let uri = format!("file://{}?app=bench", dir.display());
+    let fixed = Generator::new(layout, 1, Options::default())?;
+    let leased = open(&uri, layout, LeaseOptions::default())?;
+    let mut rows: Vec<(&str, Vec<f64>)> = vec![
+        ("static `Generator::next_id`", Vec::new()),
+        ("leased `LeasedGenerator::next_id` (file://)", Vec::new()),
+        (
+            "leased `LeasedGenerator::try_next_id` (file://)",
+            Vec::new(),
+        ),
+    ];
+    for _ in 0..ROUNDS {
+        rows[0].1.push(per_id_ns(|| fixed.next_id().unwrap_or(0)));
+        rows[1].1.push(per_id_ns(|| leased.next_id().unwrap_or(0)));
+        rows[2]
+            .1
+            .push(per_id_ns(|| leased.try_next_id().unwrap_or(0)));
+    }
+    let base = median(rows[0].1.clone());
+    println!("| generator | median ns/id | ratio to static |");
+    println!("|---|---|---|");
+    for (name, samples) in rows {
+        let m = median(samples);
+        println!("| {name} | {m:.1} | {:.2} |", m / base);
+    }
+    println!(
+        "\n{ROUNDS} interleaved rounds of {IDS} ids each, one thread; layout timestamp 30 / clock_seq 3 / worker 7 / sequence 23 bits."
+    );
+    leased.close()?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

@@ -42,6 +42,12 @@ pub enum LeaseError {
     },
     /// `GENERATOR_CLOSED`: `close()` was called; the worker id has been released.
     Closed,
+    /// `INVALID_LAYOUT`: a layout with more worker ids than a coordinator hands out
+    /// ([`crate::MAX_LEASED_WORKERS`]).
+    TooManyWorkers {
+        /// How many worker ids the layout has.
+        workers: u64,
+    },
 }
 
 impl LeaseError {
@@ -54,6 +60,7 @@ impl LeaseError {
             LeaseError::InvalidUri { .. } => "INVALID_URI",
             LeaseError::CoordinatorUnavailable { .. } => "COORDINATOR_UNAVAILABLE",
             LeaseError::Closed => "GENERATOR_CLOSED",
+            LeaseError::TooManyWorkers { .. } => "INVALID_LAYOUT",
         }
     }
 
@@ -73,7 +80,7 @@ impl LeaseError {
     pub fn is_input_error(&self) -> bool {
         match self {
             LeaseError::Core(error) => error.is_input_error(),
-            LeaseError::InvalidUri { .. } => true,
+            LeaseError::InvalidUri { .. } | LeaseError::TooManyWorkers { .. } => true,
             _ => false,
         }
     }
@@ -130,6 +137,11 @@ impl fmt::Display for LeaseError {
             LeaseError::Closed => {
                 f.write_str("generator closed: its worker-id lease was released by close()")
             }
+            LeaseError::TooManyWorkers { workers } => write!(
+                f,
+                "invalid layout: leases cover layouts of at most {} worker ids, found {workers}",
+                crate::MAX_LEASED_WORKERS
+            ),
         }
     }
 }

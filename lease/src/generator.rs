@@ -134,7 +134,9 @@ impl std::fmt::Debug for LeasedGenerator {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere while holding the lock leaves consistent data here.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Shared {
@@ -211,7 +213,9 @@ impl Shared {
         let mut control = self.checked_control()?;
         if boot_ms() >= self.deadline_boot_ms.load(Ordering::Acquire) {
             let reason = match &control.last_error {
-                Some(error) => format!("no renewal before the lease deadline (last error: {error})"),
+                Some(error) => {
+                    format!("no renewal before the lease deadline (last error: {error})")
+                }
                 None => "no renewal before the lease deadline".to_owned(),
             };
             return Err(self.lose(&mut control, reason));
@@ -234,9 +238,9 @@ impl Shared {
     /// use it. The reservation never shrinks.
     fn renew_locked(&self, control: &mut Control, wall_ms: u64) -> Result<(), LeaseError> {
         let sent_boot_ms = boot_ms();
-        let until_ms = control.until_ms.max(
-            wall_ms.saturating_add(self.reserve_ms + self.ahead_ms + 2 * control.latency_ms),
-        );
+        let until_ms = control
+            .until_ms
+            .max(wall_ms.saturating_add(self.reserve_ms + self.ahead_ms + 2 * control.latency_ms));
         let mut state = self.gen.state();
         state.reserve(until_ms);
         match control.coordinator.renew(&state) {
@@ -357,11 +361,21 @@ impl LeasedGenerator {
         options: LeaseOptions,
         reserve: Duration,
     ) -> Result<LeasedGenerator, LeaseError> {
+        let workers = layout.max_worker_id() + 1;
+        if workers > crate::MAX_LEASED_WORKERS {
+            return Err(LeaseError::TooManyWorkers { workers });
+        }
         let describe = coordinator.describe();
         let sent_boot_ms = boot_ms();
         let grant = coordinator.acquire(&layout)?;
-        match Self::resume_grant(&mut coordinator, layout, &options, reserve, sent_boot_ms, &grant)
-        {
+        match Self::resume_grant(
+            &mut coordinator,
+            layout,
+            &options,
+            reserve,
+            sent_boot_ms,
+            &grant,
+        ) {
             Ok((shared, until_ms)) => {
                 let SharedParts {
                     gen,
@@ -571,7 +585,7 @@ impl LeasedGenerator {
     pub fn next_id_at(&self, now_ms: u64) -> Result<u64, LeaseError> {
         loop {
             match self.shared.attempt(Some(now_ms)) {
-                Ok(id) => return self.shared.covered(id),
+                Ok(id) => return self.finish(id),
                 Err(Miss::Limit) => self.shared.refresh(Some(now_ms))?,
                 Err(Miss::Core(error)) => return Err(LeaseError::Core(error)),
             }
@@ -580,12 +594,10 @@ impl LeasedGenerator {
 
     #[inline(always)]
     fn finish(&self, id: u64) -> Result<u64, LeaseError> {
-        match self.shared.time {
-            // The boot-based time never goes back, so the clock sequence never changes
-            // after start and the reservation always covers it.
-            Time::Boot { .. } => Ok(id),
-            Time::Injected(_) => self.shared.covered(id),
-        }
+        // On the boot-based time the clock sequence never changes after start, so this is
+        // one load and a compare; it matters for injected clocks and explicit times, which
+        // can go back and move the generator to another clock sequence.
+        self.shared.covered(id)
     }
 
     /// A snapshot of the generator's state (what [`LeasedGenerator::close`] stores, less the

@@ -43,6 +43,10 @@ pub use pg::{PostgresCoordinator, SCHEMA};
 pub use uri::{parse_duration, redact, DEFAULT_APP, DEFAULT_RESERVE, DEFAULT_TABLE, DEFAULT_TTL};
 pub use zookeeper::{ZooKeeperCoordinator, DEFAULT_SESSION_TIMEOUT};
 
+/// The most worker ids a layout may have to be leased (16 worker bits, like `sonyflake`):
+/// coordinators keep one lock file or row per worker id.
+pub const MAX_LEASED_WORKERS: u64 = 1 << 16;
+
 /// Leases a worker id from the coordinator `uri` names and starts a generator under it.
 ///
 /// Fails with `INVALID_URI`, `COORDINATOR_UNAVAILABLE`, `WORKER_POOL_EXHAUSTED` (every worker

@@ -162,16 +162,15 @@ impl PostgresCoordinator {
         let fingerprint: Option<i64> = row.get("layout_fingerprint");
         let clock_seq: Option<i32> = row.get("clock_seq");
         let marks: Option<Vec<Option<i64>>> = row.get("high_water_ms");
-        let (fingerprint, clock_seq, marks) = match (fingerprint, clock_seq, marks) {
-            (None, None, None) => return Ok(None),
-            (Some(f), Some(c), Some(m)) => (f, c, m),
-            _ => {
-                return Err(LeaseError::corrupt(
+        let (fingerprint, clock_seq, marks) =
+            match (fingerprint, clock_seq, marks) {
+                (None, None, None) => return Ok(None),
+                (Some(f), Some(c), Some(m)) => (f, c, m),
+                _ => return Err(LeaseError::corrupt(
                     location,
                     "layout_fingerprint, clock_seq and high_water_ms must be all set or all NULL",
-                ))
-            }
-        };
+                )),
+            };
         let clock_seq = u64::try_from(clock_seq).map_err(|_| {
             LeaseError::corrupt(location.clone(), format!("negative clock_seq {clock_seq}"))
         })?;
@@ -323,7 +322,15 @@ impl Coordinator for PostgresCoordinator {
                                  updated_at = now() \
                              WHERE app = $1 AND worker_id = $2 AND owner = $3 AND epoch = $4"
                         ),
-                        &[&app, &worker, &owner, &epoch, &fingerprint, &clock_seq, &marks],
+                        &[
+                            &app,
+                            &worker,
+                            &owner,
+                            &epoch,
+                            &fingerprint,
+                            &clock_seq,
+                            &marks,
+                        ],
                     )
                 })?;
             }

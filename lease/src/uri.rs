@@ -75,7 +75,9 @@ fn check_app(uri: &str, app: &str) -> Result<(), LeaseError> {
     } else {
         Err(invalid(
             uri,
-            format!("app must be 1 to 64 of A-Z a-z 0-9 _ - . (not starting with '.'), found {app:?}"),
+            format!(
+                "app must be 1 to 64 of A-Z a-z 0-9 _ - . (not starting with '.'), found {app:?}"
+            ),
         ))
     }
 }
@@ -163,7 +165,10 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
     match scheme {
         "file" => {
             if let Some(key) = passthrough.first() {
-                return Err(invalid(uri, format!("unknown parameter {key:?} for file://")));
+                return Err(invalid(
+                    uri,
+                    format!("unknown parameter {key:?} for file://"),
+                ));
             }
             if ttl.is_some() || table.is_some() {
                 return Err(invalid(
@@ -290,7 +295,9 @@ mod tests {
             redact("postgres://me:secret@db:5432/x?app=a"),
             "postgres://me:***@db:5432/x?app=a"
         );
-        let error = connect("postgres://me:secret@db/x?ttl=bad").err().map(|e| e.to_string());
+        let error = connect("postgres://me:secret@db/x?ttl=bad")
+            .err()
+            .map(|e| e.to_string());
         assert!(!error.unwrap_or_default().contains("secret"));
     }
 }

@@ -1,4 +1,5 @@
 //! The embedded `file://` coordinator against the real file system, with real processes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -33,14 +34,37 @@ fn the_129th_holder_gets_worker_pool_exhausted() {
         clockflake_lease::LeaseError::Core(Error::WorkerPoolExhausted { workers: 128 })
     );
     // Another namespace has its own pool.
-    let other = open(&uri.replace("orders", "billing"), Layout::CLOCKSEQ, LeaseOptions::default())
-        .unwrap();
+    let other = open(
+        &uri.replace("orders", "billing"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap();
     assert_eq!(other.worker_id(), 0);
     // A released worker id is recycled.
     held[77].close().unwrap();
     assert_eq!(held[77].next_id().unwrap_err().code(), "GENERATOR_CLOSED");
     let again = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     assert_eq!(again.worker_id(), 77);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn layouts_with_more_than_65536_worker_ids_are_refused() {
+    let dir = temp_dir("wide");
+    let wide = Layout::new(
+        &[
+            (clockflake::Field::Timestamp, 41),
+            (clockflake::Field::Worker, 17),
+            (clockflake::Field::Sequence, 5),
+        ],
+        1,
+        Layout::CLOCKSEQ.epoch_ms(),
+    )
+    .unwrap();
+    let error = open(&uri(&dir, "w"), wide, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_LAYOUT");
+    assert!(error.is_input_error());
     let _ = fs::remove_dir_all(dir);
 }
 
@@ -116,7 +140,10 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
             break;
         }
     }
-    assert!(killed_mid_write, "never caught the probe between write and rename");
+    assert!(
+        killed_mid_write,
+        "never caught the probe between write and rename"
+    );
     // The half-written temporary file is ignored; the state file is the last complete one.
     let stored = FileCoordinator::new(&dir, app)
         .unwrap()
@@ -135,7 +162,14 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
     let plain = uri(&dir, app);
     let run = |offset_ms: &str, for_ms: &str| {
         let output = probe(&[
-            "--uri", &plain, "--binary", "--every-ms", "1", "--for-ms", for_ms, "--offset-ms",
+            "--uri",
+            &plain,
+            "--binary",
+            "--every-ms",
+            "1",
+            "--for-ms",
+            for_ms,
+            "--offset-ms",
             offset_ms,
         ])
         .output()
@@ -156,7 +190,10 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
     assert_ne!(cs(&run3), last1.clock_seq);
     // Run 2's clock covered run 1's last second: without the marks, these would collide.
     let first2 = Layout::CLOCKSEQ.decode(run2[0]).unwrap().timestamp_ms;
-    assert!(first2 <= last1.timestamp_ms, "the restarted clock overlaps run 1's times");
+    assert!(
+        first2 <= last1.timestamp_ms,
+        "the restarted clock overlaps run 1's times"
+    );
     assert_unique(
         "run 1 + run 2 + run 3",
         run1.iter().chain(&run2).chain(&run3).copied(),
@@ -218,7 +255,11 @@ fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
     // it ignored the stored marks, the same (time, clock_seq, worker, sequence) would repeat.
     let next = paced(2500, || second.next_id().unwrap());
     let cs = |id: u64| Layout::CLOCKSEQ.decode(id).unwrap().clock_seq;
-    assert_ne!(cs(next[0]), cs(ids[0]), "the new holder moved clock sequence");
+    assert_ne!(
+        cs(next[0]),
+        cs(ids[0]),
+        "the new holder moved clock sequence"
+    );
     assert_unique("both holders", ids.iter().chain(&next).copied());
     let _ = fs::remove_dir_all(dir);
 }
@@ -236,13 +277,106 @@ fn ids_in_a_new_clock_sequence_are_persisted_before_they_are_returned() {
         Layout::CLOCKSEQ.decode(b).unwrap(),
     );
     assert_ne!(pa.clock_seq, pb.clock_seq);
-    let stored = FileCoordinator::new(&dir, "x").unwrap().read_state(0).unwrap().unwrap();
+    let stored = FileCoordinator::new(&dir, "x")
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.clock_seq, pb.clock_seq);
     assert!(stored.high_water_ms[pb.clock_seq as usize].unwrap() >= pb.timestamp_ms);
     // Far ahead of the reservation: renewed before the id is issued.
     let c = gen.next_id_at(now + 60_000).unwrap();
     let pc = Layout::CLOCKSEQ.decode(c).unwrap();
-    let stored = FileCoordinator::new(&dir, "x").unwrap().read_state(0).unwrap().unwrap();
+    let stored = FileCoordinator::new(&dir, "x")
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap();
     assert!(stored.high_water_ms[pc.clock_seq as usize].unwrap() >= pc.timestamp_ms);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn one_leased_generator_shared_by_four_threads_repeats_nothing() {
+    let dir = temp_dir("threads");
+    let gen = Arc::new(open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let gen = Arc::clone(&gen);
+            std::thread::spawn(move || {
+                (0..100_000)
+                    .map(|_| gen.next_id().unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let ids = threads.into_iter().flat_map(|t| t.join().unwrap());
+    assert_eq!(assert_unique("4 threads", ids), 400_000);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn after_a_fork_the_child_refuses_and_leaves_the_parents_lock_alone() {
+    let dir = temp_dir("fork");
+    let uri = uri(&dir, "f");
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    // What the Python binding's at-fork hook calls in the child.
+    gen.invalidate_after_fork();
+    assert_eq!(gen.next_id().unwrap_err().code(), "WORKER_ID_INVALIDATED");
+    assert_eq!(
+        gen.try_next_id().unwrap_err().code(),
+        "WORKER_ID_INVALIDATED"
+    );
+    assert!(!gen.is_active());
+    drop(gen); // must not unlock: in a real child the lock belongs to the parent
+    let other = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    assert_eq!(other.worker_id(), 1, "worker id 0 is still locked");
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
+    let dir = temp_dir("wait");
+    let uri = uri(&dir, "w");
+    let layout = Layout::TWITTER; // no clock-sequence bits: nothing to switch to
+    let ahead = |ms: u64| LeaseOptions {
+        clock: Some(Arc::new(move || wall_ms() + ms)),
+        ..LeaseOptions::default()
+    };
+    let first = open(&uri, layout, ahead(500)).unwrap();
+    let ids = paced(100, || first.next_id().unwrap());
+    first.close().unwrap();
+    let mark = FileCoordinator::new(&dir, "w")
+        .unwrap()
+        .read_state(0)
+        .unwrap()
+        .unwrap()
+        .high_water_ms[0]
+        .unwrap();
+    let second = open(&uri, layout, LeaseOptions::default()).unwrap();
+    // Not yet: the non-blocking call says so ...
+    assert_eq!(
+        second.try_next_id().unwrap_err().code(),
+        "CLOCK_MOVED_BACKWARDS"
+    );
+    // ... and the blocking one waits for the clock to pass the previous holder's mark.
+    let id = second.next_id().unwrap();
+    assert!(layout.decode(id).unwrap().timestamp_ms > mark);
+    let more = paced(50, || second.next_id().unwrap());
+    assert_unique("both", ids.iter().chain([&id]).chain(&more).copied());
+    second.close().unwrap();
+
+    // A mark an hour ahead is beyond max_handover_wait: refused at once, not waited on.
+    let far = open(&uri, layout, ahead(3_600_000)).unwrap();
+    far.next_id().unwrap();
+    far.close().unwrap();
+    let behind = open(&uri, layout, LeaseOptions::default()).unwrap();
+    let started = Instant::now();
+    assert_eq!(
+        behind.next_id().unwrap_err().code(),
+        "CLOCK_MOVED_BACKWARDS"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
     let _ = fs::remove_dir_all(dir);
 }

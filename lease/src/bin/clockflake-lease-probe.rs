@@ -65,7 +65,11 @@ fn run(args: &Args) -> Result<(), LeaseError> {
     let layout = if args.single_worker {
         // No worker bits: one worker id, so a rival can only ever take this one.
         Layout::new(
-            &[(Field::Timestamp, 41), (Field::ClockSeq, 3), (Field::Sequence, 12)],
+            &[
+                (Field::Timestamp, 41),
+                (Field::ClockSeq, 3),
+                (Field::Sequence, 12),
+            ],
             1,
             Layout::CLOCKSEQ.epoch_ms(),
         )?
@@ -106,7 +110,7 @@ fn run(args: &Args) -> Result<(), LeaseError> {
         issued += 1;
         if args.binary {
             let _ = out.write_all(&id.to_le_bytes());
-            if issued % 1000 == 0 {
+            if issued.is_multiple_of(1000) {
                 let _ = out.flush();
             }
         } else {

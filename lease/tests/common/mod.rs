@@ -1,5 +1,5 @@
 //! Helpers shared by the lease test binaries.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
@@ -28,13 +28,21 @@ pub fn temp_dir(name: &str) -> PathBuf {
 
 /// A unique application namespace per test run.
 pub fn app(name: &str) -> String {
-    format!("{name}-{}-{}", std::process::id(), clockflake_lease::wall_ms())
+    format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        clockflake_lease::wall_ms()
+    )
 }
 
 /// The layout of `--single-worker`: one worker id, so a rival can only take that one.
 pub fn single_worker() -> Layout {
     Layout::new(
-        &[(Field::Timestamp, 41), (Field::ClockSeq, 3), (Field::Sequence, 12)],
+        &[
+            (Field::Timestamp, 41),
+            (Field::ClockSeq, 3),
+            (Field::Sequence, 12),
+        ],
         1,
         Layout::CLOCKSEQ.epoch_ms(),
     )

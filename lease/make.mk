@@ -1,0 +1,31 @@
+# clockflake-lease: leased worker ids (issue 6). Included by the top Makefile.
+#   make demo-lease    lease worker ids from a file:// directory in a temp dir, print ids
+#   make test-lease    lint, then every lease test against a throwaway PostgreSQL 15
+#                      (installed from apt if missing, stopped afterwards whatever happens)
+#   make bench-lease   leased vs static generator, per-id cost (BENCHMARKS.md)
+
+LEASE_PG := $(ROOT)/scripts/postgres.sh
+
+.PHONY: demo-lease test-lease lint-lease bench-lease
+
+demo-lease: setup-rust
+	$(CARGO) run -q -p clockflake-lease --example demo
+
+lint-lease: setup-rust
+	$(CARGO) fmt -p clockflake-lease --check
+	$(CARGO) clippy -p clockflake-lease --no-deps --all-targets -- -D warnings
+
+test-lease: lint-lease
+	$(CARGO) build -q -p clockflake-lease --tests --bins
+	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-lease-pg.XXXXXX); \
+	trap '$(LEASE_PG) stop' EXIT; \
+	$(LEASE_PG) start; \
+	export CLOCKFLAKE_PG_URL=$$($(LEASE_PG) url); \
+	$(CARGO) test -p clockflake-lease
+
+bench-lease: setup-rust
+	$(CARGO) bench -p clockflake-lease --bench lease
+
+DEMO_TARGETS += demo-lease
+TEST_TARGETS += test-lease
+BENCH_TARGETS += bench-lease

@@ -1,0 +1,348 @@
+//! The `postgres://` coordinator against a real PostgreSQL (started by `make test-lease`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use clockflake::Layout;
+use clockflake_lease::{open, wall_ms, LeaseOptions, LeasedGenerator};
+use common::*;
+
+/// The timing tests run one at a time, so that they do not slow each other down.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn uri(app: &str, ttl: &str) -> String {
+    format!("{}?app={app}&ttl={ttl}", pg_url())
+}
+
+/// Opens until granted (a lease that has to expire first), for at most `patience`.
+fn open_when_free(uri: &str, layout: Layout, patience: Duration) -> (LeasedGenerator, u64) {
+    let started = Instant::now();
+    loop {
+        match open(uri, layout, LeaseOptions::default()) {
+            Ok(gen) => return (gen, wall_ms()),
+            Err(error)
+                if error.code() == "WORKER_POOL_EXHAUSTED" && started.elapsed() < patience =>
+            {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(error) => panic!("open: {error}"),
+        }
+    }
+}
+
+#[test]
+fn two_hundred_clients_race_for_128_worker_ids() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let uri = uri(&app("race"), "30s");
+    let barrier = Arc::new(Barrier::new(200));
+    let clients: Vec<_> = (0..200)
+        .map(|_| {
+            let (uri, barrier) = (uri.clone(), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                open(&uri, Layout::CLOCKSEQ, LeaseOptions::default())
+            })
+        })
+        .collect();
+    let results: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let mut granted = Vec::new();
+    let mut refused = 0;
+    for result in &results {
+        match result {
+            Ok(gen) => granted.push(gen.worker_id()),
+            Err(error) => {
+                assert_eq!(error.code(), "WORKER_POOL_EXHAUSTED", "{error}");
+                refused += 1;
+            }
+        }
+    }
+    granted.sort_unstable();
+    assert_eq!(
+        granted,
+        (0..128).collect::<Vec<_>>(),
+        "exactly 128 grants, each id once"
+    );
+    assert_eq!(refused, 72);
+    // Every holder can issue ids, and they are unique across holders.
+    let ids = results
+        .iter()
+        .flatten()
+        .flat_map(|gen| (0..50).map(|_| gen.next_id().unwrap()).collect::<Vec<_>>());
+    assert_eq!(assert_unique("128 holders", ids), 128 * 50);
+    for gen in results.iter().flatten() {
+        gen.close().unwrap();
+    }
+}
+
+fn timestamp(layout: &Layout, id: u64) -> u64 {
+    layout.decode(id).unwrap().timestamp_ms
+}
+
+/// A holder stopped with SIGSTOP for `factor` x the TTL while a rival tries to take its id.
+fn paused_holder(factor: f64) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let layout = single_worker();
+    let ttl_ms = 2000u64;
+    let uri = uri(&app("pause"), "2s");
+    let holder = Watched::spawn(probe(&[
+        "--uri",
+        &uri,
+        "--single-worker",
+        "--every-ms",
+        "2",
+    ]));
+    holder.wait_for_ids(50);
+    let pause = Duration::from_millis((ttl_ms as f64 * factor) as u64);
+    signal(&holder.child, "STOP");
+    let stopped_at = wall_ms();
+    // The rival asks for the only worker id every 20 ms while the holder is stopped.
+    let rival = {
+        let uri = uri.clone();
+        std::thread::spawn(move || {
+            let until = Instant::now() + pause;
+            loop {
+                match open(&uri, layout, LeaseOptions::default()) {
+                    Ok(gen) => return Some((gen, wall_ms())),
+                    Err(error) => assert_eq!(error.code(), "WORKER_POOL_EXHAUSTED", "{error}"),
+                }
+                if Instant::now() >= until {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    std::thread::sleep(pause);
+    signal(&holder.child, "CONT");
+    let continued_at = wall_ms();
+    let mut rival = rival.join().unwrap();
+    if factor >= 1.0 && rival.is_none() {
+        // The lease expired at the end of the pause at the latest: the rival gets it now.
+        rival = Some(open_when_free(&uri, layout, Duration::from_secs(3)));
+    }
+    let rival_ids: Vec<u64> = match &rival {
+        Some((gen, _)) => paced(300, || gen.next_id().unwrap()),
+        None => Vec::new(),
+    };
+    std::thread::sleep(Duration::from_millis(700));
+    let lines = holder.finish();
+    let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+    let holder_ids = text_ids(&text);
+    let after_pause: Vec<u64> = holder_ids
+        .iter()
+        .copied()
+        .filter(|&id| timestamp(&layout, id) > stopped_at + 50)
+        .collect();
+    if factor < 1.0 {
+        assert!(rival.is_none(), "the rival got a live lease");
+        assert!(
+            after_pause
+                .iter()
+                .any(|&id| timestamp(&layout, id) > continued_at),
+            "the holder kept its lease and went on"
+        );
+        assert!(!text.contains("error "), "{text}");
+    } else {
+        let (_, granted_at) = rival.as_ref().unwrap();
+        assert!(*granted_at >= stopped_at);
+        assert!(
+            after_pause.is_empty(),
+            "the paused holder issued ids after its deadline: {:?}",
+            after_pause
+                .iter()
+                .map(|&id| timestamp(&layout, id) - stopped_at)
+                .collect::<Vec<_>>()
+        );
+        assert!(text.contains("error LEASE_LOST"), "{text}");
+        assert!(rival_ids.len() > 100);
+    }
+    assert_unique(
+        "holder + rival",
+        holder_ids.iter().chain(&rival_ids).copied(),
+    );
+}
+
+#[test]
+fn a_holder_paused_for_half_the_ttl_keeps_its_lease() {
+    paused_holder(0.5);
+}
+
+#[test]
+fn a_holder_paused_for_the_ttl_issues_nothing_after_its_deadline() {
+    paused_holder(1.0);
+}
+
+#[test]
+fn a_holder_paused_for_twice_the_ttl_issues_nothing_after_its_deadline() {
+    paused_holder(2.0);
+}
+
+#[test]
+fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    // Released cleanly: the next holder is granted at once.
+    let uri = uri(&app("ahead"), "1s");
+    let ahead = LeaseOptions {
+        clock: Some(Arc::new(|| wall_ms() + 2000)),
+        ..LeaseOptions::default()
+    };
+    let first = open(&uri, Layout::CLOCKSEQ, ahead).unwrap();
+    let ids = paced(300, || first.next_id().unwrap());
+    first.close().unwrap();
+    let second = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    assert_eq!(second.worker_id(), first.worker_id());
+    let next = paced(2500, || second.next_id().unwrap());
+    let cs = |id: u64| Layout::CLOCKSEQ.decode(id).unwrap().clock_seq;
+    assert_ne!(
+        cs(next[0]),
+        cs(ids[0]),
+        "the new holder moved clock sequence"
+    );
+    assert_unique("released handover", ids.iter().chain(&next).copied());
+    second.close().unwrap();
+
+    // Killed: the lease expires on the server's clock and the rival resumes from the marks.
+    let layout = single_worker();
+    let uri = uri.replace("app=ahead", "app=ahead-killed");
+    let holder = Watched::spawn(probe(&[
+        "--uri",
+        &uri,
+        "--single-worker",
+        "--offset-ms",
+        "2000",
+        "--every-ms",
+        "1",
+    ]));
+    holder.wait_for_ids(300);
+    let lines = {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(300) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        holder.finish() // SIGKILL: no release
+    };
+    let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+    let killed_ids = text_ids(&text);
+    let (rival, _) = open_when_free(&uri, layout, Duration::from_secs(5));
+    let rival_ids = paced(2500, || rival.next_id().unwrap());
+    let cs = |id: u64| layout.decode(id).unwrap().clock_seq;
+    assert_ne!(cs(rival_ids[0]), cs(killed_ids[0]));
+    assert_unique(
+        "killed handover",
+        killed_ids.iter().chain(&rival_ids).copied(),
+    );
+}
+
+#[test]
+fn the_table_holds_one_row_per_worker_id_with_its_marks() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let app = app("rows");
+    let gen = open(&uri(&app, "2s"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let id = gen.next_id().unwrap();
+    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    let rows = client
+        .query(
+            "SELECT worker_id, owner, epoch, expires_at > now() AS live, high_water_ms \
+             FROM clockflake_leases WHERE app = $1 ORDER BY worker_id",
+            &[&app],
+        )
+        .unwrap();
+    assert_eq!(rows.len(), 128);
+    let live: Vec<i32> = rows
+        .iter()
+        .filter(|r| r.get::<_, Option<bool>>("live") == Some(true))
+        .map(|r| r.get("worker_id"))
+        .collect();
+    assert_eq!(live, vec![gen.worker_id() as i32]);
+    let marks: Vec<Option<i64>> = rows[gen.worker_id() as usize].get("high_water_ms");
+    let mark = marks[0].unwrap() as u64;
+    assert!(mark >= Layout::CLOCKSEQ.decode(id).unwrap().timestamp_ms);
+    gen.close().unwrap();
+    let row = client
+        .query_one(
+            "SELECT owner FROM clockflake_leases WHERE app = $1 AND worker_id = $2",
+            &[&app, &(gen.worker_id() as i32)],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, Option<String>>("owner"), None, "released");
+    let seen: HashSet<u64> = [id].into_iter().collect();
+    assert_eq!(seen.len(), 1);
+}
+
+#[test]
+fn a_corrupt_row_is_refused_and_left_as_it_is() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let app = app("corrupt");
+    let uri = uri(&app, "2s");
+    let layout = single_worker();
+    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    gen.close().unwrap();
+    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    client
+        .execute(
+            "UPDATE clockflake_leases SET high_water_ms = '{1,2,3}' WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    let error = open(&uri, layout, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    assert!(
+        error.to_string().contains("expected 16 entries, found 3"),
+        "{error}"
+    );
+    let row = client
+        .query_one(
+            "SELECT owner, high_water_ms FROM clockflake_leases WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, Option<String>>("owner"), None, "given back");
+    assert_eq!(
+        row.get::<_, Vec<Option<i64>>>("high_water_ms"),
+        vec![Some(1), Some(2), Some(3)],
+        "not reset"
+    );
+    // Another layout's record is refused too.
+    client
+        .execute(
+            "UPDATE clockflake_leases SET high_water_ms = array_fill(NULL::bigint, ARRAY[16]), \
+             layout_fingerprint = 42 WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    let error = open(&uri, layout, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+}
+
+#[test]
+fn eight_processes_times_100_000_ids_are_all_unique() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let uri = uri(&app("eight"), "2s");
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            probe(&["--uri", &uri, "--count", "100000", "--binary"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut all = Vec::new();
+    let mut workers = HashSet::new();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert!(output.status.success(), "{stderr}");
+        let ids = binary_ids(&output.stdout);
+        assert_eq!(ids.len(), 100_000);
+        workers.insert(Layout::CLOCKSEQ.decode(ids[0]).unwrap().worker_id);
+        all.extend(ids);
+    }
+    assert_eq!(workers.len(), 8);
+    assert_eq!(assert_unique("8 x 100,000", all), 800_000);
+}
