@@ -1,42 +1,4 @@
-//! `zookeeper://HOST:PORT/snowflake/APP`: worker ids from ZooKeeper nodes.
-//!
-//! Under the root (`/snowflake/APP`):
-//!
-//! | node | kind | data |
-//! |---|---|---|
-//! | `servers/<identity>_<worker>` | persistent: the worker id a server identity had, kept across restarts | the worker's state record (the text of the `file://` state files), empty until the first reservation |
-//! | `instances/<worker>` | ephemeral: the worker id is in use by a live session | `<identity> <session timeout ms>` |
-//!
-//! Start-up ([`Coordinator::acquire`]), on a new session every time:
-//! 1. the worker ids of this identity's own `servers` nodes whose `instances` node is absent
-//!    (an optional cache file names the last one, which saves the listings). Before start-up,
-//!    [`crate::open`] waits (up to that session's timeout) when they are all in use by an
-//!    instance of the same identity: a restarted process whose old session has not expired;
-//! 2. else the smallest worker id no `servers` node names;
-//! 3. else, when every worker id has a `servers` node, the id of a node whose `instances` node
-//!    is absent, least recently used (oldest `mtime`) first;
-//! 4. the worker id is ours once `instances/<worker>` is created by our session. On a conflict
-//!    (someone else created it first) the next candidate is tried; after a bounded number of
-//!    listings the start-up fails with `COORDINATOR_UNAVAILABLE`; with every worker id in use,
-//!    `WORKER_POOL_EXHAUSTED`.
-//! 5. Holding `instances/<worker>`, every `servers` node naming the worker is read (there is
-//!    one unless a start-up was interrupted), their high-water marks merged, written to this
-//!    identity's node, and the other nodes deleted. Their records were written by holders that
-//!    are gone (their ephemeral node is), so the merged record bounds every id ever issued
-//!    with the worker id.
-//!
-//! Renewal is one `multi`: check that `instances/<worker>` still exists (version 0) and write
-//! the state record to `servers/<identity>_<worker>` at the version last written. Both fail once
-//! the session has expired (the ephemeral node may then already be someone else's) or the node
-//! was taken over, and renewal reports `LEASE_LOST`. The lease TTL is the negotiated session
-//! timeout: ZooKeeper expires a session no sooner than its timeout after the last request it
-//! received, and a request is received after it was sent, so the generator's deadline
-//! (measured from when its last renewal was sent) passes before the server can expire the
-//! session and delete `instances/<worker>`.
-//!
-//! The client (`zookeeper-client`) is async; every coordinator runs it on a private tokio
-//! runtime with one worker thread and waits on a channel, so callers need no runtime (and may
-//! run inside one without a nested `block_on`).
+//! `zookeeper://HOST:PORT/snowflake/APP`: worker ids from ZooKeeper nodes ([`ZooKeeperCoordinator`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
@@ -60,7 +22,50 @@ const CLAIM_ROUNDS: u32 = 8;
 /// At most this many never-used worker ids are tried per listing.
 const FRESH_PER_ROUND: usize = 256;
 
-/// Hands out worker ids from ZooKeeper: see the module documentation for the nodes.
+/// `zookeeper://HOST:PORT/snowflake/APP`: worker ids from ZooKeeper nodes.
+///
+/// Under the root (`/snowflake/APP`):
+///
+/// | node | kind | data |
+/// |---|---|---|
+/// | `servers/<identity>_<worker>` | persistent: the worker id a server identity had, kept across restarts | the worker's state record (the text of the `file://` state files), empty until the first reservation |
+/// | `instances/<worker>` | ephemeral: the worker id is in use by a live session | `<identity> <session timeout ms>` |
+///
+/// Start-up ([`Coordinator::acquire`]), on a new session every time:
+/// 1. the worker ids of this identity's own `servers` nodes whose `instances` node is absent
+///    (an optional cache file names the last one, which saves the listings). Before start-up,
+///    [`crate::open`] waits (up to that session's timeout) when they are all in use by an
+///    instance of the same identity: a restarted process whose old session has not expired;
+/// 2. else the smallest worker id no `servers` node names;
+/// 3. else, when every worker id has a `servers` node, the id of a node whose `instances` node
+///    is absent, least recently used (oldest `mtime`) first;
+/// 4. the worker id is ours once `instances/<worker>` is created by our session. On a conflict
+///    (someone else created it first) the next candidate is tried; after a bounded number of
+///    listings the start-up fails with `COORDINATOR_UNAVAILABLE`; with every worker id in use,
+///    `WORKER_POOL_EXHAUSTED`.
+/// 5. Holding `instances/<worker>`, every `servers` node naming the worker is read (there is
+///    one unless a start-up was interrupted), their high-water marks merged, written to this
+///    identity's node, and the other nodes deleted. Their records were written by holders that
+///    are gone (their ephemeral node is), so the merged record bounds every id ever issued
+///    with the worker id. This identity's node is written even when nothing changed: its new
+///    version fences off any earlier writer.
+///
+/// A lost session is never revived: its generator refuses with `LEASE_LOST` and a new
+/// [`crate::open`] runs start-up again on a new session (the same identity gets the same
+/// worker id back once the old session's ephemeral node is gone).
+///
+/// Renewal is one `multi`: check that `instances/<worker>` still exists (version 0) and write
+/// the state record to `servers/<identity>_<worker>` at the version last written. Both fail once
+/// the session has expired (the ephemeral node may then already be someone else's) or the node
+/// was taken over, and renewal reports `LEASE_LOST`. The lease TTL is the negotiated session
+/// timeout: ZooKeeper expires a session no sooner than its timeout after the last request it
+/// received, and a request is received after it was sent, so the generator's deadline
+/// (measured from when its last renewal was sent) passes before the server can expire the
+/// session and delete `instances/<worker>`.
+///
+/// The client (`zookeeper-client`) is async; every coordinator runs it on a private tokio
+/// runtime with one worker thread and waits on a channel, so callers need no runtime (and may
+/// run inside one without a nested `block_on`).
 pub struct ZooKeeperCoordinator {
     hosts: String,
     root: String,
