@@ -416,8 +416,9 @@ fn unreachable_zookeeper_is_coordinator_unavailable() {
     assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
 }
 
-/// Deletes a node behind the coordinators' backs, with a client of the test's own.
-fn delete_node(path: String) {
+/// Deletes (`None`) or overwrites a node behind the coordinators' backs, with a client of the
+/// test's own.
+fn tamper(path: String, data: Option<&'static [u8]>) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -426,8 +427,43 @@ fn delete_node(path: String) {
     let hosts = zk_url().trim_start_matches("zookeeper://").to_owned();
     runtime.block_on(async move {
         let client = zookeeper_client::Client::connect(&hosts).await.unwrap();
-        client.delete(&path, None).await.unwrap();
+        match data {
+            None => client.delete(&path, None).await.unwrap(),
+            Some(data) => {
+                client.set_data(&path, data, None).await.unwrap();
+            }
+        }
     });
+}
+
+#[test]
+fn a_corrupt_record_is_refused_never_reset() {
+    if !zk_available() {
+        return;
+    }
+    let app = app("corrupt");
+    let first = open_as(&app, "corrupt:1").unwrap();
+    let mut issued = ids(&first, 1000);
+    first.close().unwrap();
+    let node = format!("/snowflake/{app}/servers/corrupt:1_0");
+    tamper(
+        node.clone(),
+        Some(b"clockflake-state 1\nlayout_fingerprint 1\n"),
+    );
+    let error = open_as(&app, "corrupt:1").unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    assert!(error.to_string().contains(&node), "{error}");
+    // Refused again (nothing was reset), and the worker id was not left held.
+    assert_eq!(
+        open_as(&app, "corrupt:1").unwrap_err().code(),
+        "INVALID_STATE"
+    );
+    // Repaired by hand (the node removed once nobody uses worker 0): worker 0 starts afresh.
+    tamper(node, None);
+    let repaired = open_as(&app, "corrupt:1").unwrap();
+    assert_eq!(repaired.worker_id(), 0);
+    issued.extend(ids(&repaired, 1000));
+    assert_unique("repaired", issued);
 }
 
 #[test]
@@ -446,7 +482,7 @@ fn a_holder_whose_nodes_are_taken_over_loses_its_lease() {
         let gen = clockflake::Generator::new(layout, grant.worker_id, Default::default()).unwrap();
         gen.next_id_at(wall_ms()).unwrap();
         holder.renew(&gen.state()).unwrap();
-        delete_node(format!("/snowflake/{app}/instances/0"));
+        tamper(format!("/snowflake/{app}/instances/0"), None);
         let mut taker = ZooKeeperCoordinator::from_uri(&uri(&app, rival, "5s")).unwrap();
         let taken = taker.acquire(&layout).unwrap();
         assert_eq!(taken.worker_id, 0);
