@@ -3,8 +3,8 @@
 #   make test-zookeeper    unit tests + lease/tests/zookeeper.rs + lease/tests/zookeeper_outage.rs
 #   make demo-zookeeper    lease a worker id from a throwaway ZooKeeper and print a few ids
 #   make zookeeper-start / zookeeper-stop   a server to try things by hand (prints its URL)
-# demo-zookeeper is not part of `make demo` (which needs no server); there is no separate
-# benchmark: a ZooKeeper lease costs per id what every lease costs (bench-lease).
+#   make bench-zookeeper   start-up latency and per-id cost under a ZooKeeper lease (BENCHMARKS.md)
+# demo-zookeeper is not part of `make demo`, which needs no server.
 
 ZK_SCRIPT := $(ROOT)/scripts/zookeeper.sh
 # A directory of its own per run, so a server started by hand is never touched.
@@ -27,8 +27,10 @@ demo-zookeeper: setup-rust
 	    --uri "$$CLOCKFLAKE_ZK_URL/snowflake/demo?server=$$server&ttl=2s"; \
 	done
 
-bench-zookeeper:
-	@echo "bench-zookeeper: a zookeeper:// lease costs per id what every lease costs; see bench-lease"
+bench-zookeeper: setup-rust
+	$(CARGO) build -q --release -p clockflake-lease --bench zookeeper
+	$(ZK_RUN); \
+	$(CARGO) bench -q -p clockflake-lease --bench zookeeper
 
 zookeeper-start:
 	$(ZK_SCRIPT) start
@@ -37,3 +39,4 @@ zookeeper-stop:
 	$(ZK_SCRIPT) stop
 
 TEST_TARGETS += test-zookeeper
+BENCH_TARGETS += bench-zookeeper
