@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `file:///var/lib/app/ids?app=orders` | embedded, one host: a lock file per worker id, state files beside them |
 //! | `postgres://user@db:5432/ids?app=orders&ttl=10s` | many hosts: one row per worker id, row leases with a fencing epoch |
+//! | `zookeeper://zk1:2181,zk2:2181/snowflake/orders?ttl=10s` | many hosts: persistent `servers/<ip:port>_<worker>` nodes keep a server's worker id, ephemeral `instances/<worker>` nodes mark it in use ([`ZooKeeperCoordinator`]) |
 //!
 //! Parameters: `app` (namespace, default `default`); `file://`: `reserve` (how far ahead the
 //! state is persisted, default `1s`); `postgres://`: `ttl` (default `10s`), `table` (default
@@ -31,6 +32,7 @@ mod generator;
 mod pg;
 mod record;
 mod uri;
+mod zookeeper;
 
 pub use clock::{boot_ms, wall_ms};
 pub use coordinator::{Coordinator, Grant};
@@ -39,6 +41,7 @@ pub use file::FileCoordinator;
 pub use generator::{LeaseOptions, LeasedGenerator};
 pub use pg::{PostgresCoordinator, SCHEMA};
 pub use uri::{parse_duration, redact, DEFAULT_APP, DEFAULT_RESERVE, DEFAULT_TABLE, DEFAULT_TTL};
+pub use zookeeper::{ZooKeeperCoordinator, DEFAULT_SESSION_TIMEOUT};
 
 /// The most worker ids a layout may have to be leased (16 worker bits, like `sonyflake`):
 /// coordinators keep one lock file or row per worker id.

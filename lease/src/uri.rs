@@ -82,7 +82,7 @@ fn check_app(uri: &str, app: &str) -> Result<(), LeaseError> {
     }
 }
 
-fn percent_decode(uri: &str, text: &str) -> Result<String, LeaseError> {
+pub(crate) fn percent_decode(uri: &str, text: &str) -> Result<String, LeaseError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -130,6 +130,13 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
     let (scheme, _) = uri
         .split_once("://")
         .ok_or_else(|| invalid(uri, "no scheme"))?;
+    if scheme == "zookeeper" {
+        let (coordinator, ttl) = crate::zookeeper::target(uri)?;
+        return Ok(Target {
+            coordinator,
+            reserve: ttl,
+        });
+    }
     let (base, query) = uri.split_once('?').unwrap_or((uri, ""));
     let mut app = DEFAULT_APP.to_owned();
     let mut ttl = None;
@@ -232,7 +239,7 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
         }
         other => Err(invalid(
             uri,
-            format!("unknown scheme {other:?}: expected file or postgres"),
+            format!("unknown scheme {other:?}: expected file, postgres or zookeeper"),
         )),
     }
 }

@@ -1,0 +1,42 @@
+# zookeeper:// worker ids (lease/src/zookeeper.rs) against a real ZooKeeper from Debian's
+# `zookeeper` package, started on loopback by scripts/zookeeper.sh and always stopped again.
+#   make test-zookeeper    unit tests + lease/tests/zookeeper.rs + lease/tests/zookeeper_outage.rs
+#   make demo-zookeeper    lease a worker id from a throwaway ZooKeeper and print a few ids
+#   make zookeeper-start / zookeeper-stop   a server to try things by hand (prints its URL)
+#   make bench-zookeeper   start-up latency and per-id cost under a ZooKeeper lease (BENCHMARKS.md)
+# demo-zookeeper is not part of `make demo`, which needs no server.
+
+ZK_SCRIPT := $(ROOT)/scripts/zookeeper.sh
+# A directory of its own per run, so a server started by hand is never touched.
+ZK_RUN = export CLOCKFLAKE_ZK_REQUIRED=1 CLOCKFLAKE_ZK_DIR=$${TMPDIR:-/tmp}/clockflake-zk-$$$$; \
+	trap '$(ZK_SCRIPT) stop' EXIT; \
+	export CLOCKFLAKE_ZK_URL=$$($(ZK_SCRIPT) start)
+
+.PHONY: test-zookeeper demo-zookeeper bench-zookeeper zookeeper-start zookeeper-stop
+
+test-zookeeper: setup-rust
+	$(ZK_RUN); \
+	$(CARGO) test -p clockflake-lease --lib zookeeper; \
+	$(CARGO) test -p clockflake-lease --test zookeeper --test zookeeper_outage
+
+demo-zookeeper: setup-rust
+	$(CARGO) build -q -p clockflake-lease --bin clockflake-lease-probe
+	$(ZK_RUN); \
+	for server in 10.0.0.1:8080 10.0.0.2:8080 10.0.0.1:8080; do \
+	  $(ROOT)/target/debug/clockflake-lease-probe --count 2 \
+	    --uri "$$CLOCKFLAKE_ZK_URL/snowflake/demo?server=$$server&ttl=2s"; \
+	done
+
+bench-zookeeper: setup-rust
+	$(CARGO) build -q --release -p clockflake-lease --bench zookeeper
+	$(ZK_RUN); \
+	$(CARGO) bench -q -p clockflake-lease --bench zookeeper
+
+zookeeper-start:
+	$(ZK_SCRIPT) start
+
+zookeeper-stop:
+	$(ZK_SCRIPT) stop
+
+TEST_TARGETS += test-zookeeper
+BENCH_TARGETS += bench-zookeeper
