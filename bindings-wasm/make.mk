@@ -43,8 +43,8 @@ build-wasm: setup-rust setup-wasm-bindgen
 
 test-wasm: build-wasm setup-wasm-npm setup-wasm-chromium
 	$(CARGO) run -q -p clockflake-wasm --example messages > $(WASM_DIR)/pkg/core-messages.jsonl
-	cd $(WASM_DIR) && node --test --test-reporter=spec tests/node/ 2>&1 | tail -n 12
-	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node --test --test-reporter=spec tests/browser/ 2>&1 | tail -n 25
+	cd $(WASM_DIR) && node --test --test-reporter=spec tests/node/
+	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node --test --test-reporter=spec tests/browser/
 
 bench-wasm: build-wasm setup-wasm-npm setup-wasm-chromium
 	@cd $(WASM_DIR)/bench && if [ ! -d node_modules/nodejs-snowflake ]; then npm ci --no-audit --no-fund; fi
