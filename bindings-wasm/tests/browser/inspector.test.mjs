@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startServer } from '../../www/serve.mjs';
+import { CHROMIUM_ARGS } from './args.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const WASM_DIR = join(HERE, '..', '..');
@@ -16,15 +17,6 @@ const VECTORS = join(WASM_DIR, '..', 'tests', 'vectors');
 const OUTPUT = join(WASM_DIR, 'test-output');
 const PRESETS = ['clockseq', 'twitter', 'discord', 'sonyflake', 'baidu', 'js53'];
 const TIME_ZONE = 'Asia/Kolkata'; // UTC+05:30 all year: the local column is checkable
-export const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 
 let server;
 let origin;
