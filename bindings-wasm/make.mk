@@ -19,8 +19,10 @@ setup-wasm-bindgen:
 	  $(CARGO) install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION); \
 	fi
 
+# npm ci only when the committed lock differs from what was installed last.
 setup-wasm-npm:
-	@cd $(WASM_DIR) && if [ ! -d node_modules/playwright-core ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund; fi
+	@cd $(WASM_DIR) && if ! cmp -s package-lock.json node_modules/.installed-lock.json; then \
+	  npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json; fi
 
 setup-wasm-chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
@@ -42,12 +44,15 @@ build-wasm: setup-rust setup-wasm-bindgen
 	  test $$size -le 32768 || { echo "over the 32 KiB budget"; exit 1; }
 
 test-wasm: build-wasm setup-wasm-npm setup-wasm-chromium
+	$(CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
+	cd $(WASM_DIR) && node_modules/.bin/tsc -p tests/types
 	$(CARGO) run -q -p clockflake-wasm --example messages > $(WASM_DIR)/pkg/core-messages.jsonl
 	cd $(WASM_DIR) && node --test --test-reporter=spec tests/node/
 	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node --test --test-reporter=spec tests/browser/
 
 bench-wasm: build-wasm setup-wasm-npm setup-wasm-chromium
-	@cd $(WASM_DIR)/bench && if [ ! -d node_modules/nodejs-snowflake ]; then npm ci --no-audit --no-fund; fi
+	@cd $(WASM_DIR)/bench && if ! cmp -s package-lock.json node_modules/.installed-lock.json; then \
+	  npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json; fi
 	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node bench/run.mjs
 
 serve-wasm: build-wasm

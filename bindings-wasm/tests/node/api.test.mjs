@@ -276,3 +276,15 @@ test("core's messages are rebuilt exactly in JS, for every error kind", () => {
     assert.equal(formatMessage(code, kind, fields.map(BigInt)), message, `${code} kind ${kind}`);
   }
 });
+
+test('index.d.ts declares exactly what the package exports', async () => {
+  const dts = readFileSync(fileURLToPath(new URL('../../pkg/node/index.d.ts', import.meta.url)), 'utf8');
+  const declared = [...dts.matchAll(/^export (default )?(?:function|class|const) (\w+)/gm)].map((m) => (m[1] ? 'default' : m[2]));
+  const runtime = Object.keys(await import('../../pkg/node/index.js'));
+  assert.deepEqual([...declared].sort(), [...runtime].sort());
+  const body = dts.slice(dts.indexOf('export class Generator'));
+  const methods = [...body.matchAll(/^ {2}(?:static )?(\w+)\(/gm)].map((m) => m[1]).filter((name) => name !== 'constructor');
+  const actual = [...Object.getOwnPropertyNames(Generator.prototype), ...Object.getOwnPropertyNames(Generator)]
+    .filter((name) => !['constructor', 'length', 'name', 'prototype', 'workerId', 'layout'].includes(name));
+  assert.deepEqual([...new Set(methods)].sort(), [...new Set(actual)].sort());
+});
