@@ -7,7 +7,17 @@
 // that is not a non-negative safe integer never reaches Rust, so nothing wraps silently.
 import { formatMessage } from './messages.js';
 
-let raw; // the wasm-bindgen glue module
+// The wasm-bindgen glue module; until `init()` has bound it, any use says so.
+let raw = new Proxy(
+  {},
+  {
+    get() {
+      const error = new Error('clockflake: the wasm module is not loaded yet: `await init()` first');
+      error.code = 'NOT_INITIALIZED';
+      throw error;
+    },
+  },
+);
 let memory;
 let scratch64Ptr, scratch32Ptr, idBufferPtr, idBufferLen;
 let f64, u64, u32, idBuffer;

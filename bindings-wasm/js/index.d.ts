@@ -78,13 +78,13 @@ export interface GeneratorState {
   highWaterMs: (number | null)[];
 }
 
-/** Error codes (core's `Error::code()`), plus `INVALID_ARG_TYPE` for a value of the wrong kind. */
+/** Error codes (core's `Error::code()`), plus `INVALID_ARG_TYPE` for a value of the wrong kind and `NOT_INITIALIZED` for a call before `init()`. */
 export type ErrorCode =
   | 'INVALID_ID' | 'INVALID_LAYOUT' | 'UNKNOWN_LAYOUT' | 'UNKNOWN_POLICY' | 'WORKER_ID_OUT_OF_RANGE'
   | 'TIMESTAMP_OUT_OF_RANGE' | 'CLOCK_SEQ_OUT_OF_RANGE' | 'SEQUENCE_OUT_OF_RANGE' | 'INVALID_RANGE'
   | 'EPOCH_IN_FUTURE' | 'TIMESTAMP_EXHAUSTED' | 'SEQUENCE_EXHAUSTED' | 'CLOCK_MOVED_BACKWARDS'
   | 'CLOCK_SEQUENCE_EXHAUSTED' | 'INVALID_STATE' | 'CLOCK_NOT_ADVANCING' | 'WORKER_ID_INVALIDATED'
-  | 'LEASE_LOST' | 'WORKER_POOL_EXHAUSTED' | 'INVALID_ARG_TYPE';
+  | 'LEASE_LOST' | 'WORKER_POOL_EXHAUSTED' | 'INVALID_ARG_TYPE' | 'NOT_INITIALIZED';
 
 /**
  * Every refusal from the core. Arguments of the wrong kind throw a `TypeError`, and numbers

@@ -288,3 +288,10 @@ test('index.d.ts declares exactly what the package exports', async () => {
     .filter((name) => !['constructor', 'length', 'name', 'prototype', 'workerId', 'layout'].includes(name));
   assert.deepEqual([...new Set(methods)].sort(), [...new Set(actual)].sort());
 });
+
+test('before init() every call throws a coded Error, not a TypeError from undefined', async () => {
+  const unbound = await import('../../pkg/node/api.js?unbound');
+  for (const call of [() => unbound.decode(1n), () => new unbound.Generator({ workerId: 1 }), () => unbound.describeLayout('js53')]) {
+    throwsCoded(call, Error, 'NOT_INITIALIZED');
+  }
+});
