@@ -8,9 +8,13 @@ export { ClockflakeError, Generator, decode, describeLayout, encode, idRange, la
 
 let ready;
 
-/** Loads and instantiates the .wasm (next to this file unless `input` says otherwise). Idempotent. */
+/**
+ * Loads and instantiates the .wasm: next to this file unless `input` (a URL, Response, bytes or
+ * compiled module) says otherwise. Idempotent: later calls return the first call's promise.
+ */
 export default function init(input) {
-  ready ??= initWasm(input === undefined ? undefined : { module_or_path: input }).then(() => {
+  const options = input === undefined || (typeof input === 'object' && 'module_or_path' in input) ? input : { module_or_path: input };
+  ready ??= initWasm(options).then(() => {
     __bind(glue);
   });
   return ready;
