@@ -1,7 +1,8 @@
 // The measurements of `make bench-wasm`, shared by the Node run and the Chromium run (in a
 // worker). Pure ES module: callers hand in clockflake's API and the peer's `Snowflake` class.
 //
-//   decode      ns per decode() of a bigint id, over a ring of 1024 ids (median of runs)
+//   decode      ns per decode() of a bigint id, over a ring of 1024 ids (median of runs);
+//               also of the same ids as decimal strings
 //   raw         ns per nextId() in bursts of 1000 started right after the clock ticks over
 //               (median of bursts: the cost of an id when the sequence is not the limit)
 //   sustained   ids per second from nextId() in a tight loop for 1 s (median of runs)
@@ -72,6 +73,8 @@ export function measureAll({ api, Snowflake, quick = false }) {
   const gen = new api.Generator({ workerId: 7 });
   const ours = Array.from(gen.nextIds(1024));
   results.decode = perCall((i) => api.decode(ours[i & 1023]).sequence, 1_000_000, runs);
+  const texts = ours.map(String);
+  results.decodeString = perCall((i) => api.decode(texts[i & 1023]).sequence, 1_000_000, runs);
   const peer = new Snowflake({ instance_id: 7, custom_epoch: 1_704_067_200_000 });
   const theirs = Array.from({ length: 1024 }, () => peer.getUniqueID());
   results.peerDecode = perCall(

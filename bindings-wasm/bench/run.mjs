@@ -20,6 +20,7 @@ function report(where, r) {
   const rate = (n) => `${Math.round(n).toLocaleString('en-US')} ids/s`;
   console.log(`\n## ${where}`);
   console.log(`decode()          ${f(r.decode)}  (peer timestampFromID + instanceIDFromID: ${f(r.peerDecode)}; budget 40 ns)`);
+  console.log(`decode(string)    ${f(r.decodeString)}  (a decimal id string; no budget)`);
   console.log(`nextId() raw      ${f(r.raw)}  (peer getUniqueID: ${f(r.peerRaw)}; ratio ${(r.peerRaw / r.raw).toFixed(2)}x; budget 60 ns)`);
   console.log(`nextId() sustained ${rate(r.sustained)} = ${((100 * r.sustained) / CAP).toFixed(2)}% of 4,096,000 (peer: ${rate(r.peerSustained)}; ratio ${(r.sustained / r.peerSustained).toFixed(2)}x)`);
   console.log(`Date.now()        ${f(r.dateNow)} (reference: every nextId() reads it)`);

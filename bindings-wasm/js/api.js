@@ -23,7 +23,6 @@ let scratch64Ptr, scratch32Ptr, idBufferPtr, idBufferLen;
 let f64, u64, u32, idBuffer;
 
 const U64_MAX = (1n << 64n) - 1n;
-const DIGITS = /^[0-9]{1,19}$/;
 const FIELD_NAMES = ['timestamp', 'clock_seq', 'worker', 'sequence'];
 const now = () => performance.now();
 
@@ -227,13 +226,33 @@ export function decode(id, layout) {
   if (typeof id === 'bigint') {
     timestampMs = id >= 0n && id <= U64_MAX ? raw.decode(handle, id) : raw.decode_text(handle, String(id));
   } else if (typeof id === 'string') {
-    timestampMs = DIGITS.test(id) ? raw.decode(handle, BigInt(id)) : raw.decode_text(handle, id);
+    timestampMs = decodeDecimal(handle, id);
   } else {
     throw typeError('id', 'a bigint or a decimal string', id);
   }
   if (timestampMs < 0) throw takeError();
   fresh();
   return new Parts(timestampMs, u32[0], u32[1], u32[2]);
+}
+
+/**
+ * Decodes a decimal id. Up to 19 digits (always below 2^64) are read here into two exact
+ * numbers, the leading digits and the last nine, with no BigInt or string copy; anything else
+ * goes to core's strict parser, which also words the error.
+ */
+function decodeDecimal(handle, text) {
+  const length = text.length;
+  if (length === 0 || length > 19) return raw.decode_text(handle, text);
+  const split = length - 9;
+  let high = 0;
+  let low = 0;
+  for (let i = 0; i < length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return raw.decode_text(handle, text);
+    if (i < split) high = high * 10 + digit;
+    else low = low * 10 + digit;
+  }
+  return raw.decode_split(handle, high, low);
 }
 
 /** Joins parts into an id (bigint), checking every field's range. */
