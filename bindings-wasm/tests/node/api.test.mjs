@@ -295,3 +295,21 @@ test('before init() every call throws a coded Error, not a TypeError from undefi
     throwsCoded(call, Error, 'NOT_INITIALIZED');
   }
 });
+
+test("the 'wait' policy waits out a short step back in nextId() and refuses a long one", () => {
+  let reads = 0;
+  let offset = 0;
+  const gen = new Generator({ workerId: 4, layout: 'twitter', onRollback: 'wait', maxWaitMs: 5, clock: () => T + offset + Math.floor(reads++ / 100) });
+  const first = gen.nextId();
+  offset = -3; // 3 ms back: within maxWaitMs, so nextId() spins until the clock passes the last id
+  const second = gen.nextId();
+  assert.ok(second > first);
+  assert.ok(decode(second, 'twitter').timestampMs > decode(first, 'twitter').timestampMs);
+  offset -= 1000; // far back: final refusal
+  const error = throwsCoded(() => gen.nextId(), ClockflakeError, 'CLOCK_MOVED_BACKWARDS');
+  assert.equal(error.retryAtMs, null);
+  const logical = new Generator({ workerId: 4, onRollback: 'logical', clock: () => T });
+  const ids = logical.nextIds(3 * 4096);
+  for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1]);
+  assert.equal(decode(ids[ids.length - 1]).timestampMs, T + 2, 'logical runs ahead of a frozen clock');
+});
