@@ -7,4 +7,5 @@ export const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
   '--no-first-run',
+  '--disable-quic',
 ];
