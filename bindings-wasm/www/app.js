@@ -88,7 +88,7 @@ function render() {
       cell(row, 'clock-seq', String(parts.clockSeq), 'num');
       cell(row, 'worker', String(parts.workerId), 'num');
       cell(row, 'sequence', String(parts.sequence), 'num');
-      cell(row, 'age', formatAge(now - parts.timestampMs), 'num');
+      cell(row, 'age', formatAge(now - parts.timestampMs), 'num').dataset.ms = String(parts.timestampMs);
     } catch (error) {
       invalid++;
       row.className = 'invalid';
@@ -144,6 +144,11 @@ $('clear').addEventListener('click', () => {
   render();
 });
 render();
+// Ages move on: refresh them (only them) every second.
+setInterval(() => {
+  const now = Date.now();
+  for (const td of document.querySelectorAll('td[data-col="age"]')) td.textContent = formatAge(now - Number(td.dataset.ms));
+}, 1000);
 $('status').textContent += ` · ready in ${Math.round(performance.now() - started)} ms`;
 // For the browser tests and the curious: the API, and a flag once the page is ready.
 window.clockflake = clockflake;

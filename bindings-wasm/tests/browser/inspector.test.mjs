@@ -182,6 +182,16 @@ test('generated ids are unique and decode to the chosen worker', async () => {
   assert.match(await page.textContent('#layout-error'), /^WORKER_ID_OUT_OF_RANGE: worker id out of range: expected 0..=127/);
 });
 
+test('ages keep moving after the table is drawn', async () => {
+  await page.selectOption('#layout', 'clockseq');
+  await page.fill('#ids', '');
+  await page.fill('#worker', '5');
+  await page.fill('#count', '1');
+  await page.click('#generate');
+  assert.match((await readRows())[0].cells.age, /^\d+ ms$/);
+  await page.waitForFunction(() => /^\d+ s$/.test(document.querySelector('td[data-col="age"]').textContent), null, { timeout: 5000 });
+});
+
 test('the shared vectors pass inside the page', async () => {
   const result = await page.evaluate(async () => {
     const harness = await import('/harness/vectors.mjs');
