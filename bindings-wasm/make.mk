@@ -1,0 +1,69 @@
+# bindings-wasm: the browser package (wasm-bindgen), its Node test build, and the ID inspector page.
+#   make build-wasm   .wasm + pkg/web (browser ES module, `await init()`) + pkg/node (tests)
+#   make test-wasm    shared vectors + API tests in Node, then the page in headless Chromium
+#   make bench-wasm   decode / nextId / sustained rate in Node and Chromium vs nodejs-snowflake
+#   make serve-wasm   the ID inspector page on a loopback port (also: make serve)
+
+WASM_DIR := $(ROOT)/bindings-wasm
+WASM_BINDGEN_VERSION := 0.2.130
+WASM_OUT := $(ROOT)/target/wasm32-unknown-unknown/wasm-release/clockflake_wasm.wasm
+WASM_PORT ?= 8737
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: build-wasm setup-wasm-bindgen setup-wasm-npm setup-wasm-chromium test-wasm bench-wasm serve-wasm serve demo-wasm
+
+# The CLI must be exactly the crate's wasm-bindgen version.
+setup-wasm-bindgen:
+	@if [ "$$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $(WASM_BINDGEN_VERSION)" ]; then \
+	  echo "installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION)"; \
+	  $(CARGO) install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION); \
+	fi
+
+# npm ci only when the committed lock differs from what was installed last.
+setup-wasm-npm:
+	@cd $(WASM_DIR) && if ! cmp -s package-lock.json node_modules/.installed-lock.json; then \
+	  npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json; fi
+
+setup-wasm-chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  echo "installing chromium from apt"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+build-wasm: setup-rust setup-wasm-bindgen
+	$(CARGO) build -q --target wasm32-unknown-unknown --profile wasm-release -p clockflake-wasm
+	@rm -rf $(WASM_DIR)/pkg/web $(WASM_DIR)/pkg/node
+	wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir $(WASM_DIR)/pkg/web $(WASM_OUT)
+	wasm-bindgen --target nodejs --remove-name-section --remove-producers-section --out-dir $(WASM_DIR)/pkg/node $(WASM_OUT)
+	@cd $(WASM_DIR) && mv pkg/node/clockflake_wasm.js pkg/node/clockflake_wasm.cjs \
+	  && cp js/api.js js/messages.js js/index.js js/index.d.ts pkg/web/ \
+	  && cp js/api.js js/messages.js js/index.d.ts pkg/node/ && cp js/node.js pkg/node/index.js \
+	  && cp js/package.web.json pkg/web/package.json && cp js/package.node.json pkg/node/package.json
+	@size=$$(stat -c %s $(WASM_DIR)/pkg/web/clockflake_wasm_bg.wasm); \
+	  echo "clockflake_wasm_bg.wasm: $$size bytes ($$(( (size + 1023) / 1024 )) KiB; budget 32 KiB)"; \
+	  test $$size -le 32768 || { echo "over the 32 KiB budget"; exit 1; }
+
+test-wasm: build-wasm setup-wasm-npm setup-wasm-chromium
+	$(CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
+	cd $(WASM_DIR) && node_modules/.bin/tsc -p tests/types
+	$(CARGO) run -q -p clockflake-wasm --example messages > $(WASM_DIR)/pkg/core-messages.jsonl
+	cd $(WASM_DIR) && node --test --test-reporter=spec tests/node/
+	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node --test --test-reporter=spec tests/browser/
+
+bench-wasm: build-wasm setup-wasm-npm setup-wasm-chromium
+	@cd $(WASM_DIR)/bench && if ! cmp -s package-lock.json node_modules/.installed-lock.json; then \
+	  npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json; fi
+	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node bench/run.mjs
+
+serve-wasm: build-wasm
+	cd $(WASM_DIR) && node www/serve.mjs --port $(WASM_PORT)
+
+serve: serve-wasm
+
+demo-wasm: build-wasm
+	cd $(WASM_DIR) && node www/demo.mjs
+	@echo "ID inspector page: run 'make serve' and open http://127.0.0.1:$(WASM_PORT)/ (offline, loopback only)"
+
+DEMO_TARGETS += demo-wasm
+TEST_TARGETS += test-wasm
+BENCH_TARGETS += bench-wasm

@@ -1,0 +1,505 @@
+//! clockflake for the browser: the raw WebAssembly exports under the hand-written JS wrapper
+//! (`js/api.js`), which is the package's public API.
+//!
+//! The exports take and return plain numbers so that a call costs a few nanoseconds: ids are
+//! `u64`/`i64` (JS `bigint`), times and small fields `f64`/`u32`. Results with several fields go
+//! through a small scratch area in wasm memory that the wrapper reads with typed-array views,
+//! and a refusal returns a sentinel (`-1`) and leaves the core [`Error`] for [`error_take`],
+//! which the wrapper turns into a JS `Error` with `.code`. Range checks on values coming from
+//! JS (numbers and bigints) happen in the wrapper before they reach these functions; everything
+//! about ids and layouts is decided by the core crate.
+
+use std::cell::{Cell, RefCell};
+use std::string::String;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::vec::Vec;
+
+use clockflake::{
+    Error, Field, Generator, Layout, LayoutProblem, Options, Parts, Policy, State, StateProblem,
+    MAX_CLOCK_SEQS,
+};
+use wasm_bindgen::prelude::*;
+
+mod describe;
+
+/// 64-bit scratch words shared with JS (read as `Float64Array` and `BigUint64Array`).
+static SCRATCH64: [AtomicU64; 32] = [const { AtomicU64::new(0) }; 32];
+/// 32-bit scratch words shared with JS (read as `Uint32Array`).
+static SCRATCH32: [AtomicU32; 32] = [const { AtomicU32::new(0) }; 32];
+/// Ids written by [`gen_fill`], copied out by JS into a `BigUint64Array`.
+const ID_BUFFER_LEN: usize = 4096;
+static ID_BUFFER: [AtomicU64; ID_BUFFER_LEN] = [const { AtomicU64::new(0) }; ID_BUFFER_LEN];
+
+/// Handles of custom layouts start after the presets'.
+const PRESET_COUNT: usize = Layout::PRESETS.len();
+
+thread_local! {
+    static LAST_ERROR: Cell<Option<Error>> = const { Cell::new(None) };
+    static CUSTOM_LAYOUTS: RefCell<Vec<Layout>> = const { RefCell::new(Vec::new()) };
+    static GENERATORS: RefCell<Vec<Option<Generator>>> = const { RefCell::new(Vec::new()) };
+}
+
+fn put64(slot: usize, value: u64) {
+    if let Some(word) = SCRATCH64.get(slot) {
+        word.store(value, Ordering::Relaxed);
+    }
+}
+
+fn putf(slot: usize, value: f64) {
+    put64(slot, value.to_bits());
+}
+
+fn get64(slot: usize) -> u64 {
+    SCRATCH64.get(slot).map_or(0, |w| w.load(Ordering::Relaxed))
+}
+
+fn getf(slot: usize) -> f64 {
+    f64::from_bits(get64(slot))
+}
+
+fn put32(slot: usize, value: u32) {
+    if let Some(word) = SCRATCH32.get(slot) {
+        word.store(value, Ordering::Relaxed);
+    }
+}
+
+fn get32(slot: usize) -> u32 {
+    SCRATCH32.get(slot).map_or(0, |w| w.load(Ordering::Relaxed))
+}
+
+/// Keeps the error for [`error_take`] and returns the sentinel.
+#[cold]
+fn fail<T: From<i8>>(error: Error) -> T {
+    LAST_ERROR.with(|last| last.set(Some(error)));
+    T::from(-1)
+}
+
+/// Address of the 64-bit scratch words.
+#[wasm_bindgen]
+pub fn scratch64_ptr() -> usize {
+    SCRATCH64.as_ptr() as usize
+}
+
+/// Address of the 32-bit scratch words.
+#[wasm_bindgen]
+pub fn scratch32_ptr() -> usize {
+    SCRATCH32.as_ptr() as usize
+}
+
+/// Address of the id buffer [`gen_fill`] writes.
+#[wasm_bindgen]
+pub fn id_buffer_ptr() -> usize {
+    ID_BUFFER.as_ptr() as usize
+}
+
+/// Length of the id buffer, in ids.
+#[wasm_bindgen]
+pub fn id_buffer_len() -> u32 {
+    ID_BUFFER_LEN as u32
+}
+
+/// The last refusal's code (empty if none). Scratch32\[0\] gets its kind and scratch64\[0..4\]
+/// its fields (see `describe.rs`, from which the wrapper rebuilds core's message), and
+/// scratch64\[4\] its `retry_at_ms` as f64 (-1 for none).
+#[wasm_bindgen]
+pub fn error_take() -> String {
+    let Some(error) = LAST_ERROR.with(Cell::take) else {
+        return String::new();
+    };
+    let (kind, fields) = describe::describe(&error);
+    put32(0, kind);
+    for (slot, value) in fields.into_iter().enumerate() {
+        put64(slot, value);
+    }
+    putf(4, error.retry_at_ms().map_or(-1.0, |ms| ms as f64));
+    String::from(error.code())
+}
+
+/// Records `CLOCK_NOT_ADVANCING` (the JS blocking wrapper gave up waiting) for [`error_take`].
+#[wasm_bindgen]
+pub fn error_clock_not_advancing(waiting_for_ms: f64, now_ms: f64) {
+    fail::<i32>(Error::ClockNotAdvancing {
+        waiting_for_ms: waiting_for_ms as u64,
+        now_ms: now_ms as u64,
+    });
+}
+
+/// Records `INVALID_STATE` (a saved state with more high-water marks than any layout has).
+#[wasm_bindgen]
+pub fn error_high_water_out_of_range() {
+    fail::<i32>(Error::InvalidState(StateProblem::HighWaterOutOfRange));
+}
+
+/// Records `WORKER_ID_INVALIDATED` (a generator used after `free()`).
+#[wasm_bindgen]
+pub fn error_freed() {
+    fail::<i32>(Error::WorkerIdInvalidated);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layouts. A handle is an index: 0..PRESET_COUNT are the presets in `Layout::PRESETS` order,
+// the rest index the custom layouts registered so far (each distinct layout once).
+
+fn layout_at(handle: u32) -> Result<Layout, Error> {
+    let index = handle as usize;
+    if let Some((_, preset)) = Layout::PRESETS.get(index) {
+        return Ok(*preset);
+    }
+    CUSTOM_LAYOUTS.with(|all| {
+        all.try_borrow()
+            .ok()
+            .and_then(|all| all.get(index - PRESET_COUNT).copied())
+            .ok_or(Error::UnknownLayout)
+    })
+}
+
+/// Number of presets.
+#[wasm_bindgen]
+pub fn preset_count() -> u32 {
+    PRESET_COUNT as u32
+}
+
+/// Name of preset `index`.
+#[wasm_bindgen]
+pub fn preset_name(index: u32) -> String {
+    Layout::PRESETS
+        .get(index as usize)
+        .map_or_else(String::new, |(name, _)| String::from(*name))
+}
+
+/// Handle of a preset by name, or -1 (`UNKNOWN_LAYOUT`).
+#[wasm_bindgen]
+pub fn layout_by_name(name: &str) -> i32 {
+    match Layout::by_name(name) {
+        Ok(layout) => Layout::PRESETS
+            .iter()
+            .position(|(_, preset)| *preset == layout)
+            .map_or(-1, |i| i as i32),
+        Err(error) => fail(error),
+    }
+}
+
+fn field_from_code(code: u32) -> Result<Field, Error> {
+    match code {
+        0 => Ok(Field::Timestamp),
+        1 => Ok(Field::ClockSeq),
+        2 => Ok(Field::Worker),
+        3 => Ok(Field::Sequence),
+        _ => Err(Error::InvalidLayout(LayoutProblem::UnknownField)),
+    }
+}
+
+fn field_code(field: Field) -> u32 {
+    match field {
+        Field::Timestamp => 0,
+        Field::ClockSeq => 1,
+        Field::Worker => 2,
+        Field::Sequence => 3,
+    }
+}
+
+/// Validates a custom layout and returns its handle, or -1. The fields are in scratch32 as
+/// `count` pairs (field code, bits), field codes 0..=3 in `Field` order and 4 for an unknown name.
+#[wasm_bindgen]
+pub fn layout_custom(count: u32, unit_ms: f64, epoch_ms: f64) -> i32 {
+    let mut fields = [(Field::Timestamp, 0u32); 16];
+    let count = (count as usize).min(fields.len());
+    for (i, slot) in fields.iter_mut().take(count).enumerate() {
+        match field_from_code(get32(2 * i)) {
+            Ok(field) => *slot = (field, get32(2 * i + 1)),
+            Err(error) => return fail(error),
+        }
+    }
+    let layout = match Layout::new(&fields[..count], unit_ms as u64, epoch_ms as u64) {
+        Ok(layout) => layout,
+        Err(error) => return fail(error),
+    };
+    if let Some(i) = Layout::PRESETS.iter().position(|(_, p)| *p == layout) {
+        return i as i32;
+    }
+    CUSTOM_LAYOUTS.with(|all| {
+        let Ok(mut all) = all.try_borrow_mut() else {
+            return fail(Error::UnknownLayout);
+        };
+        let index = match all.iter().position(|known| *known == layout) {
+            Some(i) => i,
+            None => {
+                all.push(layout);
+                all.len() - 1
+            }
+        };
+        (PRESET_COUNT + index) as i32
+    })
+}
+
+/// Describes a layout: returns its number of fields (or -1); scratch32 gets (code, bits) pairs
+/// and at \[8\] the preset index or u32::MAX; scratch64 gets unit, epoch, clock sequences and
+/// largest worker id as f64 at \[0..4\], largest id and fingerprint as u64 at \[4\] and \[5\].
+#[wasm_bindgen]
+pub fn layout_info(handle: u32) -> i32 {
+    let layout = match layout_at(handle) {
+        Ok(layout) => layout,
+        Err(error) => return fail(error),
+    };
+    let mut count = 0;
+    for (i, (field, bits)) in layout.fields().enumerate() {
+        put32(2 * i, field_code(field));
+        put32(2 * i + 1, bits);
+        count += 1;
+    }
+    let preset = Layout::PRESETS.iter().position(|(_, p)| *p == layout);
+    put32(8, preset.map_or(u32::MAX, |i| i as u32));
+    putf(0, layout.unit_ms() as f64);
+    putf(1, layout.epoch_ms() as f64);
+    putf(2, layout.clock_seqs() as f64);
+    putf(3, layout.max_worker_id() as f64);
+    put64(4, layout.max_id());
+    put64(5, layout.fingerprint());
+    count
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ids.
+
+fn put_parts(parts: &Parts) -> f64 {
+    // Each of these fits in 32 bits: the layout rules cap worker and sequence at 32 bits.
+    put32(0, parts.clock_seq as u32);
+    put32(1, parts.worker_id as u32);
+    put32(2, parts.sequence as u32);
+    parts.timestamp_ms as f64
+}
+
+/// Decodes an id: returns its `timestamp_ms` and puts clock sequence, worker id and sequence in
+/// scratch32\[0..3\]; -1 if the id does not fit the layout.
+#[wasm_bindgen]
+pub fn decode(layout: u32, id: u64) -> f64 {
+    match layout_at(layout).and_then(|l| l.decode(id)) {
+        Ok(parts) => put_parts(&parts),
+        Err(error) => fail(error),
+    }
+}
+
+/// [`decode`] of an id of at most 19 decimal digits that JS split in two numbers: the leading
+/// digits (below 10^10) and the last nine (below 10^9). Both are exact in an f64, and
+/// `high * 10^9 + low` is below 10^19 < 2^64, so this cannot overflow. It saves building a
+/// BigInt (or passing a string) for every decimal id.
+#[wasm_bindgen]
+pub fn decode_split(layout: u32, high: f64, low: f64) -> f64 {
+    decode(layout, (high as u64) * 1_000_000_000 + low as u64)
+}
+
+/// [`decode`] of a decimal id, parsed by the core's strict rules.
+#[wasm_bindgen]
+pub fn decode_text(layout: u32, text: &str) -> f64 {
+    match layout_at(layout).and_then(|l| l.parse_id(text).and_then(|id| l.decode(id))) {
+        Ok(parts) => put_parts(&parts),
+        Err(error) => fail(error),
+    }
+}
+
+/// Encodes parts into an id, or -1. The wrapper passes non-negative safe integers only.
+#[wasm_bindgen]
+pub fn encode(
+    layout: u32,
+    timestamp_ms: f64,
+    clock_seq: f64,
+    worker_id: f64,
+    sequence: f64,
+) -> i64 {
+    let parts = Parts {
+        timestamp_ms: timestamp_ms as u64,
+        clock_seq: clock_seq as u64,
+        worker_id: worker_id as u64,
+        sequence: sequence as u64,
+    };
+    match layout_at(layout).and_then(|l| l.encode(&parts)) {
+        Ok(id) => id as i64,
+        Err(error) => fail(error),
+    }
+}
+
+/// The smallest id of a time window (returned) and the largest (scratch64\[0\]), or -1.
+#[wasm_bindgen]
+pub fn id_range(layout: u32, from_ms: f64, to_ms: f64) -> i64 {
+    match layout_at(layout).and_then(|l| l.id_range(from_ms as u64, to_ms as u64)) {
+        Ok((low, high)) => {
+            put64(0, high);
+            low as i64
+        }
+        Err(error) => fail(error),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generators. A handle indexes a slot; freed slots are reused.
+
+fn with_generator<T: From<i8>>(handle: u32, run: impl FnOnce(&Generator) -> Result<T, Error>) -> T {
+    let outcome = GENERATORS.with(|all| match all.try_borrow() {
+        Ok(all) => match all.get(handle as usize) {
+            Some(Some(generator)) => run(generator),
+            _ => Err(Error::WorkerIdInvalidated),
+        },
+        Err(_) => Err(Error::WorkerIdInvalidated),
+    });
+    outcome.unwrap_or_else(fail)
+}
+
+fn options(policy: &str, max_wait_ms: f64, max_drift_ms: f64) -> Result<Options, Error> {
+    let defaults = Options::default();
+    Ok(Options {
+        on_rollback: if policy.is_empty() {
+            None
+        } else {
+            Some(Policy::from_name(policy)?)
+        },
+        max_wait_ms: if max_wait_ms < 0.0 {
+            defaults.max_wait_ms
+        } else {
+            max_wait_ms as u64
+        },
+        max_drift_ms: if max_drift_ms < 0.0 {
+            defaults.max_drift_ms
+        } else {
+            max_drift_ms as u64
+        },
+    })
+}
+
+fn register(generator: Generator) -> i32 {
+    GENERATORS.with(|all| {
+        let Ok(mut all) = all.try_borrow_mut() else {
+            return fail(Error::WorkerIdInvalidated);
+        };
+        match all.iter().position(Option::is_none) {
+            Some(i) => {
+                all[i] = Some(generator);
+                i as i32
+            }
+            None => {
+                all.push(Some(generator));
+                (all.len() - 1) as i32
+            }
+        }
+    })
+}
+
+/// A new generator's handle, or -1. An empty `policy` takes the layout's default; a negative
+/// `max_wait_ms` / `max_drift_ms` takes the default.
+#[wasm_bindgen]
+pub fn gen_new(
+    layout: u32,
+    worker_id: f64,
+    policy: &str,
+    max_wait_ms: f64,
+    max_drift_ms: f64,
+) -> i32 {
+    let made = layout_at(layout).and_then(|layout| {
+        let options = options(policy, max_wait_ms, max_drift_ms)?;
+        Generator::new(layout, worker_id as u64, options)
+    });
+    match made {
+        Ok(generator) => register(generator),
+        Err(error) => fail(error),
+    }
+}
+
+/// A generator continued from a saved state, or -1. The high-water marks are in scratch64
+/// \[0..16\] as f64 Unix ms, negative for none.
+#[wasm_bindgen]
+pub fn gen_resume(
+    layout: u32,
+    fingerprint: u64,
+    worker_id: f64,
+    clock_seq: f64,
+    policy: &str,
+    max_wait_ms: f64,
+    max_drift_ms: f64,
+) -> i32 {
+    let mut high_water_ms = [None; MAX_CLOCK_SEQS];
+    for (k, mark) in high_water_ms.iter_mut().enumerate() {
+        let ms = getf(k);
+        if ms >= 0.0 {
+            *mark = Some(ms as u64);
+        }
+    }
+    let state = State {
+        layout_fingerprint: fingerprint,
+        worker_id: worker_id as u64,
+        clock_seq: clock_seq as u64,
+        high_water_ms,
+    };
+    let made = layout_at(layout).and_then(|layout| {
+        let options = options(policy, max_wait_ms, max_drift_ms)?;
+        Generator::resume(layout, &state, options)
+    });
+    match made {
+        Ok(generator) => register(generator),
+        Err(error) => fail(error),
+    }
+}
+
+/// Frees a generator's slot.
+#[wasm_bindgen]
+pub fn gen_free(handle: u32) {
+    GENERATORS.with(|all| {
+        if let Ok(mut all) = all.try_borrow_mut() {
+            if let Some(slot) = all.get_mut(handle as usize) {
+                *slot = None;
+            }
+        }
+    });
+}
+
+/// The next id at `now_ms`, or -1 (never blocks; the wrapper waits where the refusal says).
+#[wasm_bindgen]
+pub fn gen_next(handle: u32, now_ms: f64) -> i64 {
+    with_generator(handle, |generator| {
+        generator.next_id_at(now_ms as u64).map(|id| id as i64)
+    })
+}
+
+/// Fills the id buffer with up to `wanted` new ids at `now_ms` (whole runs of a tick in one
+/// atomic step each); returns how many, or -1 if not even one could be issued.
+#[wasm_bindgen]
+pub fn gen_fill(handle: u32, now_ms: f64, wanted: u32) -> i32 {
+    let wanted = (wanted as usize).min(ID_BUFFER_LEN);
+    with_generator(handle, |generator| {
+        let mut filled = 0;
+        while filled < wanted {
+            match generator.next_block_at(now_ms as u64, (wanted - filled) as u64) {
+                Ok(block) => {
+                    for (id, slot) in block.zip(&ID_BUFFER[filled..]) {
+                        slot.store(id, Ordering::Relaxed);
+                        filled += 1;
+                    }
+                }
+                Err(error) if filled == 0 => return Err(error),
+                Err(_) => break,
+            }
+        }
+        Ok(filled as i32)
+    })
+}
+
+/// Saves a generator's state: returns its layout's number of clock sequences (or -1);
+/// scratch64 gets the fingerprint (u64) at \[0\], worker id and clock sequence (f64) at \[1\]
+/// and \[2\], and the high-water marks (f64 Unix ms, -1 for none) at \[3..19\].
+#[wasm_bindgen]
+pub fn gen_state(handle: u32) -> i32 {
+    with_generator(handle, |generator| {
+        let state = generator.state();
+        put64(0, state.layout_fingerprint);
+        putf(1, state.worker_id as f64);
+        putf(2, state.clock_seq as f64);
+        for (k, mark) in state.high_water_ms.iter().enumerate() {
+            putf(3 + k, mark.map_or(-1.0, |ms| ms as f64));
+        }
+        Ok(generator.layout().clock_seqs() as i32)
+    })
+}
+
+/// The instance's memory, for the wrapper's typed-array views of the scratch area.
+#[wasm_bindgen]
+pub fn wasm_memory() -> JsValue {
+    wasm_bindgen::memory()
+}
