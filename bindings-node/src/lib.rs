@@ -57,8 +57,11 @@ fn whole(value: f64, what: &str) -> Result<u64> {
 
 fn whole_u32(value: f64, what: &str) -> Result<u32> {
     let wide = whole(value, what)?;
-    u32::try_from(wide)
-        .map_err(|_| bad_value(format!("{what}: expected an integer 0..=2^32-1, found {value}")))
+    u32::try_from(wide).map_err(|_| {
+        bad_value(format!(
+            "{what}: expected an integer 0..=2^32-1, found {value}"
+        ))
+    })
 }
 
 /// A u64 that is known to be at most 2^53 - 1 (times and worker ids), as a JavaScript number.
@@ -84,7 +87,9 @@ pub fn custom_layout(
     epoch_ms: f64,
 ) -> Result<External<Layout>> {
     if names.len() != bits.len() {
-        return Err(bad_value("layout fields: names and widths differ in count".into()));
+        return Err(bad_value(
+            "layout fields: names and widths differ in count".into(),
+        ));
     }
     let mut fields = Vec::with_capacity(names.len());
     for (name, width) in names.iter().zip(bits) {
@@ -347,7 +352,9 @@ pub fn take(
     // typed array's memory meanwhile, and `out` is not used again after this function.
     let slots = unsafe { out.as_mut() };
     let Some((tick_slot, ids)) = slots.split_last_mut() else {
-        return Err(bad_value("take: expected a buffer of at least 2 slots".into()));
+        return Err(bad_value(
+            "take: expected a buffer of at least 2 slots".into(),
+        ));
     };
     let block = match generator.next_block_at(now_ms, ids.len() as u64) {
         Ok(block) => block,
