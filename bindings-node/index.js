@@ -278,7 +278,8 @@ const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
 const OPTION_NAMES = ['workerId', 'layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'clock'];
 const RESUME_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'workerId');
 const STATE_KEYS = ['layoutFingerprint', 'workerId', 'clockSeq', 'highWaterMs'];
-const CONSTRUCTING = Symbol('clockflake.construct');
+/** Set by `Generator.resume` for the one constructor call it makes. */
+let resuming = null;
 
 function generatorOptions(options, allowed, name) {
   plainObject(options, name);
@@ -321,11 +322,12 @@ class Generator {
   /**
    * @param {object} options `{ workerId, layout?, onRollback?, maxWaitMs?, maxDriftMs?, clock? }`
    */
-  constructor(options, resumed) {
+  constructor(options) {
     let parsed;
     let handle;
-    if (resumed !== undefined && resumed.token === CONSTRUCTING) {
-      ({ parsed, handle } = resumed);
+    if (resuming !== null) {
+      ({ parsed, handle } = resuming);
+      resuming = null;
     } else {
       parsed = generatorOptions(options, OPTION_NAMES, 'options');
       const workerId = integer(options.workerId, 'workerId', 'WORKER_ID_OUT_OF_RANGE');
@@ -373,7 +375,12 @@ class Generator {
       parsed.maxWaitMs,
       parsed.maxDriftMs,
     );
-    return new Generator(undefined, { token: CONSTRUCTING, parsed, handle });
+    resuming = { parsed, handle };
+    try {
+      return new Generator(undefined);
+    } finally {
+      resuming = null;
+    }
   }
 
   /** The worker id. */

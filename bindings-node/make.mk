@@ -5,6 +5,9 @@
 #   make demo-node    prints a few ids with their decoded fields
 #   make bench-node   benchmark against npm peers (installed into bench/ only here)
 NODE_DIR := $(ROOT)/bindings-node
+# package.json "overrides" pins three helpers of @napi-rs/cli (lzma, tar, wasm-tools) one release
+# back: the registry reachable here lacks some platform builds of their newest releases, and
+# `npm ci` refuses a lock file that cannot list every optional platform package.
 
 .PHONY: setup-node build-node test-node demo-node bench-node setup-bench-node
 
