@@ -172,3 +172,13 @@ test('errors: real Errors with the core code, message, and retryAtMs', () => {
   throwsCoded(() => new Generator({ workerId: 1, layout: 'baidu' }).nextIdAt(T), 'TIMESTAMP_EXHAUSTED');
   throwsCoded(() => new Generator({ workerId: 1 }).nextIdAt(1_000), 'EPOCH_IN_FUTURE');
 });
+
+test('retryAtMs never leaks from one error to the next', () => {
+  const gen = new Generator({ workerId: 0, layout: { fields: [{ name: 'timestamp', bits: 41 }, { name: 'sequence', bits: 0 }], epochMs: 0 } });
+  gen.nextIdAt(T);
+  assert.equal(throwsCoded(() => gen.nextIdAt(T), 'SEQUENCE_EXHAUSTED').retryAtMs, T + 1);
+  assert.equal(throwsCoded(() => new Generator({ workerId: 1000 }), 'WORKER_ID_OUT_OF_RANGE').retryAtMs, null);
+  gen.nextIdAt(T + 5);
+  assert.equal(throwsCoded(() => gen.nextIdAt(T + 5), 'SEQUENCE_EXHAUSTED').retryAtMs, T + 6);
+  assert.equal(throwsCoded(() => Generator.resume({ layoutFingerprint: '1', workerId: 0, clockSeq: 0, highWaterMs: [null, null, null, null, null, null, null, null] }), 'INVALID_STATE').retryAtMs, null);
+});
