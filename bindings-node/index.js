@@ -270,8 +270,14 @@ function idRange(fromMs, toMs, layout) {
 // ---------------------------------------------------------------------------------------------
 // Generators
 
-/** Ids per block taken from the core (and the size of each generator's buffer). */
+/** Most ids per block taken from the core (and the size of each generator's buffer). */
 const BLOCK = 4096;
+/**
+ * Ids asked for by the first take of a tick. Each further take within the same tick asks for
+ * four times more (16, 64, 256, 1024, 4096): a caller that needs one id per ms does not pay for
+ * writing 4,096, and a busy one reaches whole blocks after a few calls.
+ */
+const FIRST_BLOCK = 16;
 /** Most ids one `nextIds` call returns. */
 const MAX_BATCH = 1 << 26;
 const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
@@ -316,6 +322,7 @@ class Generator {
   /** The block being served: ids #buffer[#pos..#count) of the tick [#low, #end) (Unix ms). */
   #pos = 0;
   #count = 0;
+  #want = FIRST_BLOCK;
   #low = Infinity;
   #end = -Infinity;
 
@@ -402,7 +409,7 @@ class Generator {
   nextId() {
     const now = this.#clock === null ? Date.now() : this.#readClock();
     if (now < this.#end && now >= this.#low && this.#pos < this.#count) return this.#buffer[this.#pos++];
-    this.#refill(now, true);
+    this.#refill(now, true, 1);
     return this.#buffer[this.#pos++];
   }
 
@@ -410,7 +417,7 @@ class Generator {
   nextIdAt(nowMs) {
     const now = integer(nowMs, 'nowMs', 'INVALID_ARG_VALUE');
     if (now < this.#end && now >= this.#low && this.#pos < this.#count) return this.#buffer[this.#pos++];
-    this.#refill(now, false);
+    this.#refill(now, false, 1);
     return this.#buffer[this.#pos++];
   }
 
@@ -427,7 +434,7 @@ class Generator {
     let filled = 0;
     while (filled < n) {
       const now = this.#clock === null ? Date.now() : this.#readClock();
-      if (!(now < this.#end && now >= this.#low && this.#pos < this.#count)) this.#refill(now, true);
+      if (!(now < this.#end && now >= this.#low && this.#pos < this.#count)) this.#refill(now, true, n - filled);
       const take = Math.min(this.#count - this.#pos, n - filled);
       if (take === 1) {
         out[filled] = this.#buffer[this.#pos];
@@ -457,12 +464,18 @@ class Generator {
     return now;
   }
 
-  /** Takes a new block from the core at `now`; with `wait`, waits out refusals that name a retry time. */
-  #refill(now, wait) {
+  /**
+   * Takes a new block from the core at `now`, of at least `needed` ids where the tick has them;
+   * with `wait`, waits out refusals that name a retry time.
+   */
+  #refill(now, wait, needed) {
+    // Still inside the block's tick: the caller keeps this tick busy, so ask for more.
+    const want = now < this.#end && now >= this.#low ? Math.min(this.#want * 4, BLOCK) : FIRST_BLOCK;
+    this.#want = Math.max(want, Math.min(needed, BLOCK));
     for (;;) {
       let count;
       try {
-        count = native.take(this.#handle, now, this.#buffer);
+        count = native.take(this.#handle, now, this.#buffer, this.#want);
       } catch (error) {
         fromNative(error);
         if (!wait || error.retryAtMs === null) throw error;
