@@ -1,7 +1,8 @@
 # bindings-node: the npm package `clockflake` (napi-rs). Included by the top Makefile.
 #   make setup-node   node + npm dev dependencies (npm ci, only when missing or stale)
 #   make build-node   release build of the native module (+ generated loader binding.js)
-#   make test-node    node --test: vectors, API, errors, bad inputs, 1M ids, rollbacks, threads, tsc, npm pack
+#   make lint-node    rustfmt + clippy of the native crate
+#   make test-node    lint-node, then node --test: vectors, API, errors, bad inputs, 1M ids, rollbacks, threads, tsc, npm pack
 #   make demo-node    prints a few ids with their decoded fields
 #   make bench-node   benchmark against npm peers (installed into bench/ only here)
 NODE_DIR := $(ROOT)/bindings-node
@@ -9,7 +10,7 @@ NODE_DIR := $(ROOT)/bindings-node
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node build-node test-node demo-node bench-node setup-bench-node
+.PHONY: setup-node build-node lint-node test-node demo-node bench-node setup-bench-node
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -20,7 +21,11 @@ setup-node:
 build-node: setup-node setup-rust
 	cd $(NODE_DIR) && npx napi build --platform --release --js binding.js --dts binding.d.ts
 
-test-node: build-node
+lint-node: setup-rust
+	$(CARGO) fmt -p clockflake-node --check
+	$(CARGO) clippy -p clockflake-node --no-deps -- -D warnings
+
+test-node: build-node lint-node
 	cd $(NODE_DIR) && node --test --test-concurrency=2 test/
 
 demo-node: build-node
