@@ -1,0 +1,47 @@
+// Type-checked by `tsc --noEmit -p examples/tsconfig.json` (make test-node): the shipped
+// index.d.ts must accept this program and refuse the lines marked @ts-expect-error.
+import { Generator, decode, encode, idRange, layouts, describeLayout } from 'clockflake';
+import type { ClockflakeError, GeneratorState, LayoutInfo, Parts } from 'clockflake';
+
+const gen = new Generator({ workerId: 7, onRollback: 'clock-sequence', maxWaitMs: 5 });
+const id: bigint = gen.nextId();
+const parts: Parts = decode(id);
+const when: Date = parts.date;
+const ms: number = parts.timestampMs + parts.clockSeq + parts.workerId + parts.sequence;
+const batch: BigUint64Array = gen.nextIds(1000);
+const text: string = gen.nextIdString();
+const at: bigint = gen.nextIdAt(Date.now());
+const fromText: Parts = decode(text, 'clockseq');
+
+const state: GeneratorState = JSON.parse(JSON.stringify(gen.state()));
+const resumed = Generator.resume(state, { layout: 'clockseq' });
+const [low, high]: [bigint, bigint] = idRange(Date.now() - 60_000, Date.now());
+const again: bigint = encode({ timestampMs: parts.timestampMs, workerId: 7 });
+const sony: LayoutInfo = layouts.sonyflake;
+const custom: LayoutInfo = describeLayout({ fields: [{ name: 'timestamp', bits: 41 }, { name: 'worker', bits: 10 }, { name: 'sequence', bits: 12 }], epochMs: 1_288_834_974_657 });
+const maxId: bigint = custom.maxId;
+const testGen = new Generator({ workerId: 1, layout: sony, clock: () => 1_795_000_000_000 });
+
+try {
+  gen.nextIdAt(0);
+} catch (error) {
+  const e = error as ClockflakeError;
+  const code: string = e.code;
+  const retry: number | null = e.retryAtMs;
+  console.log(code, retry);
+}
+
+// @ts-expect-error a number is not an id: it loses precision above 2^53
+decode(123);
+// @ts-expect-error workerId is required
+new Generator({});
+// @ts-expect-error unknown policy
+new Generator({ workerId: 1, onRollback: 'panic' });
+// @ts-expect-error unknown layout name
+new Generator({ workerId: 1, layout: 'snowflake' });
+// @ts-expect-error unknown option
+new Generator({ workerId: 1, workerID: 2 });
+// @ts-expect-error resume takes no workerId
+Generator.resume(state, { workerId: 3 });
+
+console.log(id, when, ms, batch, at, fromText, resumed, low, high, again, maxId, testGen);

@@ -1,0 +1,43 @@
+# bindings-node: the npm package `clockflake` (napi-rs). Included by the top Makefile.
+#   make setup-node   node + npm dev dependencies (npm ci, only when missing or stale)
+#   make build-node   release build of the native module (+ generated loader binding.js)
+#   make lint-node    rustfmt + clippy of the native crate
+#   make test-node    lint-node, then node --test: vectors, API, errors, bad inputs, 1M ids, rollbacks, threads, tsc, npm pack
+#   make demo-node    prints a few ids with their decoded fields
+#   make bench-node   benchmark against npm peers (installed into bench/ only here)
+NODE_DIR := $(ROOT)/bindings-node
+# package.json "overrides" pins three helpers of @napi-rs/cli (lzma, tar, wasm-tools) one release
+# back: the registry reachable here lacks some platform builds of their newest releases, and
+# `npm ci` refuses a lock file that cannot list every optional platform package.
+
+.PHONY: setup-node build-node lint-node test-node demo-node bench-node setup-bench-node
+
+setup-node:
+	@command -v node >/dev/null && command -v npm >/dev/null \
+	  || (apt-get update && apt-get install -y nodejs npm)
+	@cd $(NODE_DIR) && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+	  npm ci --no-audit --no-fund; fi
+
+build-node: setup-node setup-rust
+	cd $(NODE_DIR) && npx napi build --platform --release --js binding.js --dts binding.d.ts
+
+lint-node: setup-rust
+	$(CARGO) fmt -p clockflake-node --check
+	$(CARGO) clippy -p clockflake-node --no-deps -- -D warnings
+
+test-node: build-node lint-node
+	cd $(NODE_DIR) && node --test --test-concurrency=2 test/
+
+demo-node: build-node
+	cd $(NODE_DIR) && node examples/demo.mjs
+
+setup-bench-node: setup-node
+	@cd $(NODE_DIR)/bench && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+	  npm ci --no-audit --no-fund; fi
+
+bench-node: build-node setup-bench-node
+	cd $(NODE_DIR) && node bench/bench.mjs --write-benchmarks $(ROOT)/BENCHMARKS.md
+
+DEMO_TARGETS += demo-node
+TEST_TARGETS += test-node
+BENCH_TARGETS += bench-node
