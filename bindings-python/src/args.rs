@@ -152,7 +152,9 @@ pub fn field_arg(value: &Bound<'_, PyAny>, field: Field) -> Result<u64, Refusal>
 /// A count or a millisecond option: a plain `TypeError`/`ValueError`, as core has no code for them.
 pub fn plain_u64(value: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
     as_u64(value).map_err(|problem| match problem {
-        NotU64::Type(what) => PyTypeError::new_err(format!("{name}: expected an int, found {what}")),
+        NotU64::Type(what) => {
+            PyTypeError::new_err(format!("{name}: expected an int, found {what}"))
+        }
         other => PyValueError::new_err(format!(
             "{name}: expected an int in 0..2^64, found {}",
             other.found()
@@ -166,7 +168,13 @@ fn invalid_layout(message: String) -> Refusal {
 
 /// Keys of a layout dict besides `fields`, `unit_ms` and `epoch_ms`: those `describe_layout`
 /// adds, ignored so that its output can be passed back in.
-const DESCRIBED_KEYS: [&str; 5] = ["name", "clock_seqs", "max_worker_id", "max_id", "fingerprint"];
+const DESCRIBED_KEYS: [&str; 5] = [
+    "name",
+    "clock_seqs",
+    "max_worker_id",
+    "max_id",
+    "fingerprint",
+];
 
 /// `None` (the default `clockseq`), a preset name, or `{"fields": [{"name", "bits"}], "unit_ms", "epoch_ms"}`.
 #[inline]
@@ -178,9 +186,11 @@ pub fn layout_arg(value: Option<&Bound<'_, PyAny>>) -> Result<Layout, Refusal> {
         return Ok(Layout::CLOCKSEQ);
     }
     if let Ok(name) = value.cast::<PyString>() {
-        let name = name.to_str().map_err(|_| Refusal::from(clockflake::Error::UnknownLayout))?;
+        let name = name
+            .to_str()
+            .map_err(|_| Refusal::from(clockflake::Error::UnknownLayout))?;
         return Layout::by_name(name).map_err(|error| {
-            Refusal::input(error.code(), format!("{error}, found {name:?}"))
+            Refusal::input(error.code(), format!("{error}, found {}", repr_of(value)))
         });
     }
     let Ok(spec) = value.cast::<PyDict>() else {
@@ -204,12 +214,18 @@ fn custom_layout(spec: &Bound<'_, PyDict>) -> Result<Layout, Refusal> {
             "fields" => fields_value = Some(value),
             "unit_ms" => {
                 unit_ms = as_u64(&value).map_err(|p| {
-                    invalid_layout(format!("expected unit_ms as an int of 1 or more, found {}", p.found()))
+                    invalid_layout(format!(
+                        "expected unit_ms as an int of 1 or more, found {}",
+                        p.found()
+                    ))
                 })?
             }
             "epoch_ms" => {
                 epoch_ms = Some(as_u64(&value).map_err(|p| {
-                    invalid_layout(format!("expected epoch_ms as an int of Unix ms, found {}", p.found()))
+                    invalid_layout(format!(
+                        "expected epoch_ms as an int of Unix ms, found {}",
+                        p.found()
+                    ))
                 })?)
             }
             other if DESCRIBED_KEYS.contains(&other) => {}
@@ -248,14 +264,18 @@ fn custom_layout(spec: &Bound<'_, PyDict>) -> Result<Layout, Refusal> {
             ))
         };
         let field = item.cast::<PyDict>().map_err(|_| bad())?;
-        let name = field.get_item("name").ok().flatten().ok_or_else(bad)?;
-        let name = name.cast::<PyString>().map_err(|_| bad())?;
+        let name_value = field.get_item("name").ok().flatten().ok_or_else(bad)?;
+        let name = name_value.cast::<PyString>().map_err(|_| bad())?;
         let name = name.to_str().map_err(|_| bad())?;
         let bits = field.get_item("bits").ok().flatten().ok_or_else(bad)?;
         let bits = as_u64(&bits).map_err(|_| bad())?;
         let bits = u32::try_from(bits).unwrap_or(u32::MAX);
-        let field = Field::from_name(name)
-            .map_err(|error| Refusal::input(error.code(), format!("{error}, found {name:?}")))?;
+        let field = Field::from_name(name).map_err(|error| {
+            Refusal::input(
+                error.code(),
+                format!("{error}, found {}", repr_of(&name_value)),
+            )
+        })?;
         fields.push((field, bits));
     }
     Ok(Layout::new(&fields, unit_ms, epoch_ms)?)
@@ -272,11 +292,13 @@ pub fn policy_arg(value: Option<&Bound<'_, PyAny>>) -> Result<Option<Policy>, Re
             format!("{}, found {found}", clockflake::Error::UnknownPolicy),
         )
     };
-    let name = value.cast::<PyString>().map_err(|_| unknown(describe(value)))?;
+    let name = value
+        .cast::<PyString>()
+        .map_err(|_| unknown(describe(value)))?;
     let name = name.to_str().map_err(|_| unknown(describe(value)))?;
     Policy::from_name(name)
         .map(Some)
-        .map_err(|_| unknown(format!("{name:?}")))
+        .map_err(|_| unknown(repr_of(value)))
 }
 
 /// The generator options shared by `Generator(...)` and `Generator.resume(...)`.
@@ -295,7 +317,8 @@ pub fn generator_args(
 ) -> PyResult<GeneratorArgs> {
     let layout = layout_arg(layout)?;
     let defaults = Options::default();
-    let ms = |value: Option<&Bound<'_, PyAny>>, name, default| match value.filter(|v| !v.is_none()) {
+    let ms = |value: Option<&Bound<'_, PyAny>>, name, default| match value.filter(|v| !v.is_none())
+    {
         Some(v) => plain_u64(v, name),
         None => Ok(default),
     };

@@ -4,9 +4,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use clockflake::{
-    Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS,
-};
+use clockflake::{Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -176,10 +174,7 @@ fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, at_ms: u64) -> PyResult<
 }
 
 impl PyGenerator {
-    fn build(
-        inner: Result<Generator, Error>,
-        clock: Option<Py<PyAny>>,
-    ) -> PyResult<PyGenerator> {
+    fn build(inner: Result<Generator, Error>, clock: Option<Py<PyAny>>) -> PyResult<PyGenerator> {
         Ok(PyGenerator {
             inner: inner.map_err(Refusal::from)?,
             clock,
@@ -236,7 +231,10 @@ impl PyGenerator {
             None => {
                 let clock = MonotonicClock::global();
                 while filled < total {
-                    match self.inner.try_next_block_with(clock, (total - filled) as u64) {
+                    match self
+                        .inner
+                        .try_next_block_with(clock, (total - filled) as u64)
+                    {
                         Ok(block) => take(block, &mut filled),
                         Err(error) => wait_monotonic(py, retry_time(error)?)?,
                     }
@@ -245,7 +243,9 @@ impl PyGenerator {
             Some(func) => {
                 let clock = PyClock::new(func.bind(py));
                 while filled < total {
-                    let outcome = self.inner.try_next_block_with(&clock, (total - filled) as u64);
+                    let outcome = self
+                        .inner
+                        .try_next_block_with(&clock, (total - filled) as u64);
                     clock.take_error()?;
                     match outcome {
                         Ok(block) => take(block, &mut filled),
@@ -323,10 +323,15 @@ impl PyGenerator {
 
     /// `n` new ids, strictly increasing within a clock sequence, taken a whole run of a tick at
     /// a time. Waits like `next_id()` when a tick is used up.
-    fn next_ids<'py>(&self, py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    fn next_ids<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         self.check_fork()?;
         let n = plain_u64(n, "n")?;
-        let n = usize::try_from(n).map_err(|_| PyMemoryError::new_err("next_ids: n is too large"))?;
+        let n =
+            usize::try_from(n).map_err(|_| PyMemoryError::new_err("next_ids: n is too large"))?;
         let mut out: Vec<u64> = Vec::new();
         out.try_reserve_exact(n)
             .map_err(|_| PyMemoryError::new_err(format!("next_ids: cannot hold {n} ids")))?;
@@ -397,10 +402,11 @@ impl PyGenerator {
 
 /// A `state()` dict back to core's `State`; anything malformed is `INVALID_STATE`.
 fn state_arg(value: &Bound<'_, PyAny>, layout: &Layout) -> Result<State, Refusal> {
-    let invalid = |message: String| Refusal::input("INVALID_STATE", format!("invalid state: {message}"));
-    let dict = value.cast::<PyDict>().map_err(|_| {
-        invalid("expected the dict that Generator.state() returns".into())
-    })?;
+    let invalid =
+        |message: String| Refusal::input("INVALID_STATE", format!("invalid state: {message}"));
+    let dict = value
+        .cast::<PyDict>()
+        .map_err(|_| invalid("expected the dict that Generator.state() returns".into()))?;
     let get = |key: &str| {
         dict.get_item(key)
             .ok()

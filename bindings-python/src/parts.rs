@@ -15,7 +15,7 @@ use crate::errors::Refusal;
 /// >>> from clockflake import decode
 /// >>> parts = decode(381399806771204096)
 /// >>> parts.worker_id, parts.datetime.isoformat()
-/// (1, '2026-11-18T11:33:20+00:00')
+/// (1, '2026-11-18T11:06:40+00:00')
 #[pyclass(frozen, eq, hash, module = "clockflake._clockflake", name = "Parts")]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyParts {
@@ -54,6 +54,9 @@ impl From<PyParts> for Parts {
         }
     }
 }
+
+/// What `__reduce__` returns: the class and its constructor arguments.
+type Reduced<'py> = (Bound<'py, PyType>, (u64, u64, u64, u64));
 
 static UNIX_EPOCH: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -121,9 +124,7 @@ impl PyParts {
         .map(|it| it.into_any())
     }
 
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyType>, (u64, u64, u64, u64))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let p = slf.get();
         Ok((
             slf.get_type(),

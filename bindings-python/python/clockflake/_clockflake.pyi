@@ -6,6 +6,19 @@ from typing import final
 
 from clockflake._types import GeneratorState, LayoutArg, LayoutInfo
 
+__all__ = [
+    "Generator",
+    "Parts",
+    "decode",
+    "encode",
+    "id_range",
+    "describe_layout",
+    "_after_fork_in_child",
+    "_error_codes",
+    "PRESET_NAMES",
+    "ERROR_CODES",
+]
+
 PRESET_NAMES: list[str]
 ERROR_CODES: list[str]
 
@@ -27,7 +40,7 @@ class Parts:
     def as_dict(self) -> dict[str, int]: ...
     def __iter__(self) -> Iterator[int]: ...
     def __reduce__(self) -> tuple[type[Parts], tuple[int, int, int, int]]: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
 @final
