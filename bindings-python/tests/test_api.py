@@ -254,6 +254,8 @@ BAD_INPUT: list[tuple[str, Callable[[], Any], type[ClockflakeError] | type[Excep
     ("next_id_at past lifetime", lambda: gen1.next_id_at(2**53), TimestampExhaustedError, None),
     ("next_ids negative", lambda: gen1.next_ids(-1), ValueError, "n:"),
     ("next_ids bool", lambda: gen1.next_ids(True), TypeError, "n:"),
+    ("next_ids 2^64", lambda: gen1.next_ids(2**64), ValueError, "n:"),
+    ("next_ids unholdable", lambda: gen1.next_ids(2**62), MemoryError, "next_ids"),
     ("encode negative worker", lambda: encode({"timestamp_ms": T, "clock_seq": 0, "worker_id": -1, "sequence": 0}), WorkerIdOutOfRangeError, None),
     ("encode big clock_seq", lambda: encode(Parts(T, 8, 0, 0)), ClockSeqOutOfRangeError, None),
     ("encode big sequence", lambda: encode(Parts(T, 0, 0, 4096)), SequenceOutOfRangeError, None),
