@@ -1,0 +1,45 @@
+# clockflake Python package (bindings-python/): pyo3 + maturin, tests with pytest.
+#   make setup-python   virtualenv $(ROOT)/.venv with maturin, pytest, hypothesis, mypy; builds the extension into it
+#   make test-python    shared vectors + binding tests (pytest), stubtest, and an install-as-a-user smoke test
+#   make demo-python    a few ids with their decoded fields
+#   make bench-python   throughput and per-call costs against PyPI peers (installs the peers; not part of make test)
+
+PY_DIR := $(ROOT)/bindings-python
+PY_VENV := $(ROOT)/.venv
+PY_BIN := $(PY_VENV)/bin/python
+PY_DEV_DEPS := maturin>=1.9.4,<2 pytest hypothesis mypy
+PY_BENCH_DEPS := snowflake-id snowflake-id-toolkit uuid-utils python-ulid
+
+.PHONY: setup-python build-python lint-python test-python demo-python bench-python
+
+# Idempotent: makes the virtualenv only if missing, installs the tools only if one is missing.
+setup-python:
+	@test -x $(PY_BIN) || $(PYTHON) -m venv $(PY_VENV)
+	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy" 2>/dev/null \
+	  || $(PY_BIN) -m pip install -q "maturin>=1.9.4,<2" pytest hypothesis mypy
+
+# The extension, optimised, installed into the virtualenv (editable: python/clockflake is the source).
+build-python: setup-python
+	VIRTUAL_ENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target $(PY_VENV)/bin/maturin develop -q --release -m $(PY_DIR)/Cargo.toml
+
+lint-python:
+	$(CARGO) fmt -p clockflake-python --check
+	$(CARGO) clippy -p clockflake-python --no-deps --all-targets -- -D warnings
+
+test-python: build-python lint-python
+	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests
+	cd $(PY_DIR) && $(PY_BIN) -m mypy.stubtest clockflake
+	cd $(PY_DIR) && $(PY_BIN) -m mypy --strict tests/typing_check.py
+	CARGO_TARGET_DIR=$(ROOT)/target PYTHON=$(PYTHON) bash $(PY_DIR)/scripts/smoke.sh
+
+demo-python: build-python
+	$(PY_BIN) $(PY_DIR)/examples/demo.py
+
+bench-python: build-python
+	@$(PY_BIN) -c "import snowflake, snowflake_id_toolkit, uuid_utils, ulid" 2>/dev/null \
+	  || $(PY_BIN) -m pip install -q $(PY_BENCH_DEPS)
+	$(PY_BIN) $(PY_DIR)/bench/bench.py --write $(ROOT)/BENCHMARKS.md
+
+DEMO_TARGETS += demo-python
+TEST_TARGETS += test-python
+BENCH_TARGETS += bench-python

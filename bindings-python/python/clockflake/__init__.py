@@ -1,0 +1,96 @@
+"""Snowflake-style 64-bit ids that never repeat, even when the wall clock steps back.
+
+>>> from clockflake import Generator, decode
+>>> gen = Generator(worker_id=7)
+>>> parts = decode(gen.next_id())
+>>> parts.worker_id
+7
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+from clockflake import _clockflake
+from clockflake._clockflake import (
+    Generator,
+    Parts,
+    decode,
+    describe_layout,
+    encode,
+    id_range,
+)
+from clockflake._errors import (
+    ClockflakeError,
+    ClockMovedBackwardsError,
+    ClockNotAdvancingError,
+    ClockSeqOutOfRangeError,
+    ClockSequenceExhaustedError,
+    EpochInFutureError,
+    InvalidIdError,
+    InvalidLayoutError,
+    InvalidRangeError,
+    InvalidStateError,
+    LeaseLostError,
+    SequenceExhaustedError,
+    SequenceOutOfRangeError,
+    TimestampExhaustedError,
+    TimestampOutOfRangeError,
+    UnknownLayoutError,
+    UnknownPolicyError,
+    WorkerIdInvalidatedError,
+    WorkerIdOutOfRangeError,
+    WorkerPoolExhaustedError,
+)
+from clockflake._types import (
+    GeneratorState,
+    LayoutArg,
+    LayoutField,
+    LayoutInfo,
+    LayoutSpec,
+)
+
+__all__ = [
+    "Generator",
+    "Parts",
+    "decode",
+    "encode",
+    "id_range",
+    "describe_layout",
+    "layouts",
+    "GeneratorState",
+    "LayoutArg",
+    "LayoutField",
+    "LayoutInfo",
+    "LayoutSpec",
+    "ClockflakeError",
+    "ClockMovedBackwardsError",
+    "ClockNotAdvancingError",
+    "ClockSeqOutOfRangeError",
+    "ClockSequenceExhaustedError",
+    "EpochInFutureError",
+    "InvalidIdError",
+    "InvalidLayoutError",
+    "InvalidRangeError",
+    "InvalidStateError",
+    "LeaseLostError",
+    "SequenceExhaustedError",
+    "SequenceOutOfRangeError",
+    "TimestampExhaustedError",
+    "TimestampOutOfRangeError",
+    "UnknownLayoutError",
+    "UnknownPolicyError",
+    "WorkerIdInvalidatedError",
+    "WorkerIdOutOfRangeError",
+    "WorkerPoolExhaustedError",
+]
+
+layouts: dict[str, LayoutInfo] = {
+    name: describe_layout(name) for name in _clockflake.PRESET_NAMES
+}
+"""Every preset layout by name, described as by ``describe_layout`` (the default, clockseq, first)."""
+
+# A forked child must not go on issuing ids under its parent's worker id: every generator made
+# before the fork refuses in the child with WorkerIdInvalidatedError.
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_clockflake._after_fork_in_child)

@@ -1,0 +1,197 @@
+"""Exceptions of clockflake, one class per stable error code.
+
+Every class derives from :class:`ClockflakeError` and from the matching builtin:
+``ValueError`` for bad input, ``RuntimeError`` for refusals about the clock or the state of the
+world. The native module raises them by their ``code`` (the same strings in Rust, JS and Python).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "ClockflakeError",
+    "InvalidIdError",
+    "InvalidLayoutError",
+    "UnknownLayoutError",
+    "UnknownPolicyError",
+    "WorkerIdOutOfRangeError",
+    "TimestampOutOfRangeError",
+    "ClockSeqOutOfRangeError",
+    "SequenceOutOfRangeError",
+    "InvalidRangeError",
+    "EpochInFutureError",
+    "TimestampExhaustedError",
+    "SequenceExhaustedError",
+    "ClockMovedBackwardsError",
+    "ClockSequenceExhaustedError",
+    "InvalidStateError",
+    "ClockNotAdvancingError",
+    "WorkerIdInvalidatedError",
+    "LeaseLostError",
+    "WorkerPoolExhaustedError",
+]
+
+
+class ClockflakeError(Exception):
+    """Base class of every clockflake exception.
+
+    ``code`` is the stable error code; ``retry_at_ms`` is the Unix-ms time at which the same call
+    can succeed (set on sequence and clock refusals that a short wait would cure), else ``None``.
+    """
+
+    code: ClassVar[str] = "CLOCKFLAKE_ERROR"
+    retry_at_ms: int | None
+
+    def __init__(self, message: str, retry_at_ms: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_at_ms = retry_at_ms
+
+    def __reduce__(self) -> tuple[type[ClockflakeError], tuple[str, int | None]]:
+        return (type(self), (str(self), self.retry_at_ms))
+
+
+# Bad input: also ValueError.
+
+
+class InvalidIdError(ClockflakeError, ValueError):
+    """A value that is not an id of the layout (wrong type, negative, 2**63 or more, beyond the layout)."""
+
+    code = "INVALID_ID"
+
+
+class InvalidLayoutError(ClockflakeError, ValueError):
+    """A custom layout that breaks a rule."""
+
+    code = "INVALID_LAYOUT"
+
+
+class UnknownLayoutError(ClockflakeError, ValueError):
+    """No preset layout has that name."""
+
+    code = "UNKNOWN_LAYOUT"
+
+
+class UnknownPolicyError(ClockflakeError, ValueError):
+    """No rollback policy has that name."""
+
+    code = "UNKNOWN_POLICY"
+
+
+class WorkerIdOutOfRangeError(ClockflakeError, ValueError):
+    """A worker id that is not an int the layout's worker field holds."""
+
+    code = "WORKER_ID_OUT_OF_RANGE"
+
+
+class TimestampOutOfRangeError(ClockflakeError, ValueError):
+    """A time before the layout's epoch or past its lifetime (or not an int of Unix ms)."""
+
+    code = "TIMESTAMP_OUT_OF_RANGE"
+
+
+class ClockSeqOutOfRangeError(ClockflakeError, ValueError):
+    """A clock sequence the layout does not hold."""
+
+    code = "CLOCK_SEQ_OUT_OF_RANGE"
+
+
+class SequenceOutOfRangeError(ClockflakeError, ValueError):
+    """A sequence number the layout does not hold."""
+
+    code = "SEQUENCE_OUT_OF_RANGE"
+
+
+class InvalidRangeError(ClockflakeError, ValueError):
+    """A time window whose start is after its end."""
+
+    code = "INVALID_RANGE"
+
+
+class InvalidStateError(ClockflakeError, ValueError):
+    """A saved state that cannot be resumed with this layout."""
+
+    code = "INVALID_STATE"
+
+
+# Refusals about the clock or the state of the world: also RuntimeError.
+
+
+class EpochInFutureError(ClockflakeError, RuntimeError):
+    """The clock reads a time before the layout's epoch."""
+
+    code = "EPOCH_IN_FUTURE"
+
+
+class TimestampExhaustedError(ClockflakeError, RuntimeError):
+    """The layout's timestamp field has run out; it can no longer generate."""
+
+    code = "TIMESTAMP_EXHAUSTED"
+
+
+class SequenceExhaustedError(ClockflakeError, RuntimeError):
+    """Every sequence number of this tick is used; retry at ``retry_at_ms``."""
+
+    code = "SEQUENCE_EXHAUSTED"
+
+
+class ClockMovedBackwardsError(ClockflakeError, RuntimeError):
+    """The clock reads before the last id issued, and the policy refuses."""
+
+    code = "CLOCK_MOVED_BACKWARDS"
+
+
+class ClockSequenceExhaustedError(ClockflakeError, RuntimeError):
+    """The clock went back and every clock sequence was already used at that time."""
+
+    code = "CLOCK_SEQUENCE_EXHAUSTED"
+
+
+class ClockNotAdvancingError(ClockflakeError, RuntimeError):
+    """A waiting call waited for a time its clock never reached."""
+
+    code = "CLOCK_NOT_ADVANCING"
+
+
+class WorkerIdInvalidatedError(ClockflakeError, RuntimeError):
+    """The generator's worker id belongs to another process (after ``os.fork()``): make a new one."""
+
+    code = "WORKER_ID_INVALIDATED"
+
+
+class LeaseLostError(ClockflakeError, RuntimeError):
+    """The worker-id lease expired without renewal."""
+
+    code = "LEASE_LOST"
+
+
+class WorkerPoolExhaustedError(ClockflakeError, RuntimeError):
+    """Every worker id of the layout is leased."""
+
+    code = "WORKER_POOL_EXHAUSTED"
+
+
+_BY_CODE: dict[str, type[ClockflakeError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidIdError,
+        InvalidLayoutError,
+        UnknownLayoutError,
+        UnknownPolicyError,
+        WorkerIdOutOfRangeError,
+        TimestampOutOfRangeError,
+        ClockSeqOutOfRangeError,
+        SequenceOutOfRangeError,
+        InvalidRangeError,
+        InvalidStateError,
+        EpochInFutureError,
+        TimestampExhaustedError,
+        SequenceExhaustedError,
+        ClockMovedBackwardsError,
+        ClockSequenceExhaustedError,
+        ClockNotAdvancingError,
+        WorkerIdInvalidatedError,
+        LeaseLostError,
+        WorkerPoolExhaustedError,
+    )
+}

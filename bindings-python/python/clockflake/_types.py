@@ -1,0 +1,49 @@
+"""Typed shapes of the dicts clockflake takes and returns (for type checkers; plain dicts at run time)."""
+
+from __future__ import annotations
+
+from typing import TypedDict, Union
+
+
+class LayoutField(TypedDict):
+    """One field of a layout: ``name`` is timestamp, clock_seq, worker or sequence."""
+
+    name: str
+    bits: int
+
+
+class _LayoutSpecRequired(TypedDict):
+    fields: list[LayoutField]
+    epoch_ms: int
+
+
+class LayoutSpec(_LayoutSpecRequired, total=False):
+    """A custom layout: fields from most to least significant bit, the epoch (Unix ms) and the tick (ms, default 1)."""
+
+    unit_ms: int
+
+
+class LayoutInfo(TypedDict):
+    """What ``describe_layout`` returns (and takes back as a layout)."""
+
+    name: str | None
+    fields: list[LayoutField]
+    unit_ms: int
+    epoch_ms: int
+    clock_seqs: int
+    max_worker_id: int
+    max_id: int
+    fingerprint: str
+
+
+class GeneratorState(TypedDict):
+    """What ``Generator.state()`` returns and ``Generator.resume()`` takes: JSON-safe."""
+
+    layout_fingerprint: str
+    worker_id: int
+    clock_seq: int
+    high_water_ms: list[int | None]
+
+
+LayoutArg = Union[str, LayoutSpec, LayoutInfo, None]
+"""A layout argument: None (the default ``clockseq``), a preset name, or a dict."""

@@ -1,0 +1,136 @@
+//! Core errors (and the binding's own argument checks) become the Python exception classes of
+//! `clockflake/_errors.py`, looked up by their stable code.
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
+
+/// `clockflake._errors._BY_CODE`: code -> exception class, imported on the first error.
+static BY_CODE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+
+/// A refusal with a stable code: from core, or from the binding's own checks of an argument
+/// (then with a message naming what Python type or value was found).
+#[derive(Debug)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub input: bool,
+    pub message: String,
+    pub retry_at_ms: Option<u64>,
+}
+
+impl Refusal {
+    /// A bad argument, under the code of the core error that covers it.
+    pub fn input(code: &'static str, message: String) -> Refusal {
+        Refusal {
+            code,
+            input: true,
+            message,
+            retry_at_ms: None,
+        }
+    }
+}
+
+impl From<clockflake::Error> for Refusal {
+    fn from(error: clockflake::Error) -> Refusal {
+        Refusal {
+            code: error.code(),
+            input: error.is_input_error(),
+            message: error.to_string(),
+            retry_at_ms: error.retry_at_ms(),
+        }
+    }
+}
+
+impl From<Refusal> for PyErr {
+    #[cold]
+    fn from(refusal: Refusal) -> PyErr {
+        Python::attach(|py| raise(py, refusal))
+    }
+}
+
+/// The exception instance for a refusal: `_errors._BY_CODE[code](message, retry_at_ms)`.
+/// Falls back to a plain `ValueError`/`RuntimeError` naming the code only if the Python half
+/// of the package is missing (the tests check every core code has a class).
+#[cold]
+fn raise(py: Python<'_>, refusal: Refusal) -> PyErr {
+    let class = BY_CODE
+        .import(py, "clockflake._errors", "_BY_CODE")
+        .ok()
+        .and_then(|table| table.get_item(refusal.code).ok().flatten());
+    if let Some(class) = class {
+        return match class.call1((refusal.message, refusal.retry_at_ms)) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(error) => error,
+        };
+    }
+    let text = format!("[{}] {}", refusal.code, refusal.message);
+    if refusal.input {
+        PyValueError::new_err(text)
+    } else {
+        PyRuntimeError::new_err(text)
+    }
+}
+
+/// One sample error per core code, with whether core calls it an input error: the tests check
+/// the Python classes against it (ValueError for input errors, RuntimeError for the others).
+pub fn samples() -> Vec<(&'static str, bool)> {
+    use clockflake::{Error, Field, InvalidId, LayoutProblem, StateProblem};
+    let errors = [
+        Error::InvalidId(InvalidId::Empty),
+        Error::InvalidLayout(LayoutProblem::FieldTooNarrow(Field::Timestamp)),
+        Error::UnknownLayout,
+        Error::UnknownPolicy,
+        Error::WorkerIdOutOfRange {
+            worker_id: 0,
+            max: 0,
+        },
+        Error::TimestampOutOfRange {
+            timestamp_ms: 0,
+            min_ms: 0,
+            max_ms: 0,
+        },
+        Error::ClockSeqOutOfRange {
+            clock_seq: 0,
+            max: 0,
+        },
+        Error::SequenceOutOfRange {
+            sequence: 0,
+            max: 0,
+        },
+        Error::InvalidRange {
+            from_ms: 0,
+            to_ms: 0,
+        },
+        Error::EpochInFuture {
+            now_ms: 0,
+            epoch_ms: 0,
+        },
+        Error::TimestampExhausted {
+            now_ms: 0,
+            lifetime_end_ms: 0,
+        },
+        Error::SequenceExhausted { retry_at_ms: 0 },
+        Error::ClockMovedBackwards {
+            last_ms: 0,
+            now_ms: 0,
+            retry_at_ms: None,
+        },
+        Error::ClockSequenceExhausted {
+            now_ms: 0,
+            retry_at_ms: None,
+        },
+        Error::InvalidState(StateProblem::ClockSeqOutOfRange),
+        Error::ClockNotAdvancing {
+            waiting_for_ms: 0,
+            now_ms: 0,
+        },
+        Error::WorkerIdInvalidated,
+        Error::LeaseLost,
+        Error::WorkerPoolExhausted { workers: 0 },
+    ];
+    errors
+        .iter()
+        .map(|error| (error.code(), error.is_input_error()))
+        .collect()
+}

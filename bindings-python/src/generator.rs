@@ -1,0 +1,457 @@
+//! `Generator`: core's lock-free generator behind a frozen class, shared freely between threads.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clockflake::{Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::args::{as_u64, generator_args, plain_u64, time_arg, worker_id_arg, NotU64};
+use crate::errors::Refusal;
+use crate::parts::describe;
+
+/// Bumped in a forked child by the `os.register_at_fork(after_in_child=...)` hook: every
+/// generator made before the fork belongs to the parent's worker id and refuses from then on.
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Called in the child after `os.fork()` (registered by `clockflake/__init__.py`).
+#[pyfunction]
+pub fn _after_fork_in_child() {
+    FORK_GENERATION.fetch_add(1, Ordering::SeqCst);
+}
+
+/// How long one stretch of waiting runs without the GIL before checking for signals.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
+
+/// Generates unique, time-sorted 63-bit ids for one worker id.
+///
+/// >>> gen = Generator(worker_id=7)
+/// >>> a, b = gen.next_id(), gen.next_id()
+/// >>> a < b
+/// True
+///
+/// Keyword options: `layout` (a preset name such as "twitter", or a dict with `fields`,
+/// `unit_ms`, `epoch_ms`), `on_rollback` ("clock-sequence", "wait", "logical", "fail"),
+/// `max_wait_ms`, `max_drift_ms`, `clock` (a callable returning Unix ms as an int).
+/// One generator may be shared by any number of threads. In a child process after
+/// `os.fork()`, it refuses with `WorkerIdInvalidatedError`: make a new one with another worker id.
+#[pyclass(frozen, module = "clockflake._clockflake", name = "Generator")]
+pub struct PyGenerator {
+    inner: Generator,
+    clock: Option<Py<PyAny>>,
+    fork_generation: u64,
+}
+
+/// A Python callable as a core clock. Core's `Clock` cannot fail, so an exception (or a value
+/// that is not an int of Unix ms) is kept aside and the clock reads `u64::MAX`, which every
+/// layout refuses before touching the generator's state; the caller then raises what was kept.
+struct PyClock<'a, 'py> {
+    func: &'a Bound<'py, PyAny>,
+    error: Cell<Option<PyErr>>,
+}
+
+impl<'a, 'py> PyClock<'a, 'py> {
+    fn new(func: &'a Bound<'py, PyAny>) -> Self {
+        PyClock {
+            func,
+            error: Cell::new(None),
+        }
+    }
+
+    fn read(&self) -> PyResult<u64> {
+        let value = self.func.call0()?;
+        as_u64(&value).map_err(|problem| match problem {
+            NotU64::Type(what) => PyTypeError::new_err(format!(
+                "clock: expected it to return Unix ms as an int, it returned {what}"
+            )),
+            other => PyValueError::new_err(format!(
+                "clock: expected it to return Unix ms (0 or more), it returned {}",
+                other.found()
+            )),
+        })
+    }
+
+    /// The exception the clock raised since the last call, if any.
+    fn take_error(&self) -> PyResult<()> {
+        match self.error.take() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Clock for PyClock<'_, '_> {
+    fn now_ms(&self) -> u64 {
+        match self.read() {
+            Ok(ms) => ms,
+            Err(error) => {
+                let first = self.error.take();
+                self.error.set(Some(first.unwrap_or(error)));
+                u64::MAX
+            }
+        }
+    }
+}
+
+/// The refusal's retry time, or the refusal itself when it is final.
+fn retry_time(error: Error) -> PyResult<u64> {
+    error
+        .retry_at_ms()
+        .ok_or_else(|| PyErr::from(Refusal::from(error)))
+}
+
+fn not_advancing(at_ms: u64, now_ms: u64) -> PyErr {
+    Refusal::from(Error::ClockNotAdvancing {
+        waiting_for_ms: at_ms,
+        now_ms,
+    })
+    .into()
+}
+
+/// Waits without the GIL until the process's monotonic clock reads `at_ms`: sleeps, then spins
+/// through the last 2 ms; checks for signals (Ctrl-C) every 50 ms.
+#[cold]
+fn wait_monotonic(py: Python<'_>, at_ms: u64) -> PyResult<()> {
+    let clock = MonotonicClock::global();
+    let started = Instant::now();
+    let first = clock.now_ms();
+    let patience = Duration::from_millis(at_ms.saturating_sub(first).saturating_add(1000));
+    loop {
+        let (reached, now_ms) = py.detach(|| {
+            let slice_start = Instant::now();
+            loop {
+                let now_ms = clock.now_ms();
+                if now_ms >= at_ms {
+                    return (true, now_ms);
+                }
+                if slice_start.elapsed() >= WAIT_SLICE {
+                    return (false, now_ms);
+                }
+                let remaining = at_ms - now_ms;
+                if remaining > 2 {
+                    std::thread::sleep(Duration::from_millis(remaining - 1).min(WAIT_SLICE));
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        if reached {
+            return Ok(());
+        }
+        py.check_signals()?;
+        if started.elapsed() > patience {
+            return Err(not_advancing(at_ms, now_ms));
+        }
+    }
+}
+
+/// Waits until a Python clock reads `at_ms`, polling it with the GIL released in between.
+#[cold]
+fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, at_ms: u64) -> PyResult<()> {
+    let started = Instant::now();
+    let mut now_ms = clock.now_ms();
+    clock.take_error()?;
+    let patience = Duration::from_millis(at_ms.saturating_sub(now_ms).saturating_add(1000));
+    while now_ms < at_ms {
+        if started.elapsed() > patience {
+            return Err(not_advancing(at_ms, now_ms));
+        }
+        let remaining = at_ms - now_ms;
+        let pause = if remaining > 2 {
+            Duration::from_millis(remaining - 1).min(WAIT_SLICE)
+        } else {
+            Duration::from_micros(100)
+        };
+        py.detach(|| std::thread::sleep(pause));
+        py.check_signals()?;
+        now_ms = clock.now_ms();
+        clock.take_error()?;
+    }
+    Ok(())
+}
+
+impl PyGenerator {
+    fn build(inner: Result<Generator, Error>, clock: Option<Py<PyAny>>) -> PyResult<PyGenerator> {
+        Ok(PyGenerator {
+            inner: inner.map_err(Refusal::from)?,
+            clock,
+            fork_generation: FORK_GENERATION.load(Ordering::SeqCst),
+        })
+    }
+
+    #[inline(always)]
+    fn check_fork(&self) -> PyResult<()> {
+        if FORK_GENERATION.load(Ordering::Relaxed) == self.fork_generation {
+            Ok(())
+        } else {
+            Err(Refusal::from(Error::WorkerIdInvalidated).into())
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn next_id_waiting(&self, py: Python<'_>, first: Error) -> PyResult<u64> {
+        let clock = MonotonicClock::global();
+        let mut error = first;
+        loop {
+            wait_monotonic(py, retry_time(error)?)?;
+            match self.inner.try_next_id_with(clock) {
+                Ok(id) => return Ok(id),
+                Err(again) => error = again,
+            }
+        }
+    }
+
+    fn next_id_python_clock(&self, py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let clock = PyClock::new(func);
+        loop {
+            let outcome = self.inner.try_next_id_with(&clock);
+            clock.take_error()?;
+            match outcome {
+                Ok(id) => return Ok(id),
+                Err(error) => wait_python(py, &clock, retry_time(error)?)?,
+            }
+        }
+    }
+
+    /// Fills `out` with whole runs of a tick at a time, waiting when a tick is full.
+    fn fill(&self, py: Python<'_>, out: &mut [u64]) -> PyResult<()> {
+        let total = out.len();
+        let mut filled = 0;
+        let mut take = |block: IdBlock, filled: &mut usize| {
+            for (slot, id) in out[*filled..].iter_mut().zip(block) {
+                *slot = id;
+                *filled += 1;
+            }
+        };
+        match &self.clock {
+            None => {
+                let clock = MonotonicClock::global();
+                while filled < total {
+                    match self
+                        .inner
+                        .try_next_block_with(clock, (total - filled) as u64)
+                    {
+                        Ok(block) => take(block, &mut filled),
+                        Err(error) => wait_monotonic(py, retry_time(error)?)?,
+                    }
+                }
+            }
+            Some(func) => {
+                let clock = PyClock::new(func.bind(py));
+                while filled < total {
+                    let outcome = self
+                        .inner
+                        .try_next_block_with(&clock, (total - filled) as u64);
+                    clock.take_error()?;
+                    match outcome {
+                        Ok(block) => take(block, &mut filled),
+                        Err(error) => wait_python(py, &clock, retry_time(error)?)?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PyGenerator {
+    #[new]
+    #[pyo3(signature = (*, worker_id, layout = None, on_rollback = None, max_wait_ms = None, max_drift_ms = None, clock = None))]
+    fn new(
+        worker_id: &Bound<'_, PyAny>,
+        layout: Option<&Bound<'_, PyAny>>,
+        on_rollback: Option<&Bound<'_, PyAny>>,
+        max_wait_ms: Option<&Bound<'_, PyAny>>,
+        max_drift_ms: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyGenerator> {
+        let args = generator_args(layout, on_rollback, max_wait_ms, max_drift_ms, clock)?;
+        let worker_id = worker_id_arg(worker_id, &args.layout)?;
+        PyGenerator::build(
+            Generator::new(args.layout, worker_id, args.options),
+            args.clock,
+        )
+    }
+
+    /// Continues from a `state()` dict (after a restart, or taking over a worker id): no id at
+    /// or below a saved high-water mark is issued again. Takes the same keyword options as
+    /// `Generator(...)` except `worker_id`, which the state carries; the layout must match.
+    #[staticmethod]
+    #[pyo3(signature = (state, *, layout = None, on_rollback = None, max_wait_ms = None, max_drift_ms = None, clock = None))]
+    fn resume(
+        state: &Bound<'_, PyAny>,
+        layout: Option<&Bound<'_, PyAny>>,
+        on_rollback: Option<&Bound<'_, PyAny>>,
+        max_wait_ms: Option<&Bound<'_, PyAny>>,
+        max_drift_ms: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyGenerator> {
+        let args = generator_args(layout, on_rollback, max_wait_ms, max_drift_ms, clock)?;
+        let state = state_arg(state, &args.layout)?;
+        PyGenerator::build(
+            Generator::resume(args.layout, &state, args.options),
+            args.clock,
+        )
+    }
+
+    /// The next id. Waits (with the GIL released) when the current tick is used up or the
+    /// policy allows a short wait for the clock; raises when it refuses.
+    #[inline]
+    fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
+        self.check_fork()?;
+        match &self.clock {
+            None => match self.inner.try_next_id_with(MonotonicClock::global()) {
+                Ok(id) => Ok(id),
+                Err(error) => self.next_id_waiting(py, error),
+            },
+            Some(func) => self.next_id_python_clock(py, func.bind(py)),
+        }
+    }
+
+    /// The next id at an explicit time (Unix ms). Never waits: where `next_id()` would, it
+    /// raises with `retry_at_ms` set.
+    fn next_id_at(&self, now_ms: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.check_fork()?;
+        let now_ms = time_arg(now_ms, "now_ms")?;
+        Ok(self.inner.next_id_at(now_ms).map_err(Refusal::from)?)
+    }
+
+    /// `n` new ids, strictly increasing within a clock sequence, taken a whole run of a tick at
+    /// a time. Waits like `next_id()` when a tick is used up.
+    fn next_ids<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.check_fork()?;
+        let n = plain_u64(n, "n")?;
+        let n =
+            usize::try_from(n).map_err(|_| PyMemoryError::new_err("next_ids: n is too large"))?;
+        let mut out: Vec<u64> = Vec::new();
+        out.try_reserve_exact(n)
+            .map_err(|_| PyMemoryError::new_err(format!("next_ids: cannot hold {n} ids")))?;
+        out.resize(n, 0);
+        self.fill(py, &mut out)?;
+        PyList::new(py, out)
+    }
+
+    /// A snapshot to save (JSON-safe): `{"layout_fingerprint": str, "worker_id": int,
+    /// "clock_seq": int, "high_water_ms": [int | None, one per clock sequence]}`. Ids issued
+    /// after the call are not in it: save it after the last id, or raise the current clock
+    /// sequence's mark ahead of time (a reservation) and issue no id past it.
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.check_fork()?;
+        let state = self.inner.state();
+        let count = self.inner.layout().clock_seqs() as usize;
+        let dict = PyDict::new(py);
+        dict.set_item("layout_fingerprint", state.layout_fingerprint.to_string())?;
+        dict.set_item("worker_id", state.worker_id)?;
+        dict.set_item("clock_seq", state.clock_seq)?;
+        let marks: Vec<Option<u64>> = state.high_water_ms.iter().take(count).copied().collect();
+        dict.set_item("high_water_ms", PyList::new(py, marks)?)?;
+        Ok(dict)
+    }
+
+    /// The worker id.
+    #[getter]
+    fn worker_id(&self) -> u64 {
+        self.inner.worker_id()
+    }
+
+    /// The layout, described as by `describe_layout`.
+    #[getter]
+    fn layout<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        describe(py, self.inner.layout())
+    }
+
+    /// The rollback policy in force: "clock-sequence", "wait", "logical" or "fail".
+    #[getter]
+    fn on_rollback(&self) -> &'static str {
+        self.inner.policy().name()
+    }
+
+    /// Longest wait for the clock a refusal may ask for and still carry a retry time.
+    #[getter]
+    fn max_wait_ms(&self) -> u64 {
+        self.inner.options().max_wait_ms
+    }
+
+    /// How far ahead of the clock the "logical" policy may run.
+    #[getter]
+    fn max_drift_ms(&self) -> u64 {
+        self.inner.options().max_drift_ms
+    }
+
+    fn __repr__(&self) -> String {
+        let layout = self.inner.layout();
+        let layout = layout
+            .preset_name()
+            .map_or_else(|| "custom".to_owned(), |name| format!("{name:?}"));
+        format!(
+            "Generator(worker_id={}, layout={layout}, on_rollback={:?})",
+            self.inner.worker_id(),
+            self.inner.policy().name()
+        )
+    }
+}
+
+/// A `state()` dict back to core's `State`; anything malformed is `INVALID_STATE`.
+fn state_arg(value: &Bound<'_, PyAny>, layout: &Layout) -> Result<State, Refusal> {
+    let invalid =
+        |message: String| Refusal::input("INVALID_STATE", format!("invalid state: {message}"));
+    let dict = value
+        .cast::<PyDict>()
+        .map_err(|_| invalid("expected the dict that Generator.state() returns".into()))?;
+    let get = |key: &str| {
+        dict.get_item(key)
+            .ok()
+            .flatten()
+            .ok_or_else(|| invalid(format!("missing key {key:?}")))
+    };
+    let fingerprint = get("layout_fingerprint")?;
+    let layout_fingerprint = match fingerprint.cast::<PyString>() {
+        Ok(text) => text.to_str().ok().and_then(|t| t.parse::<u64>().ok()),
+        Err(_) => as_u64(&fingerprint).ok(),
+    }
+    .ok_or_else(|| invalid("expected layout_fingerprint as a decimal str".into()))?;
+    let worker_id = worker_id_arg(&get("worker_id")?, layout)?;
+    let clock_seq = as_u64(&get("clock_seq")?)
+        .map_err(|p| invalid(format!("expected clock_seq as an int, found {}", p.found())))?;
+    let marks = get("high_water_ms")?;
+    let marks: Vec<Bound<'_, PyAny>> = if let Ok(list) = marks.cast::<PyList>() {
+        list.iter().collect()
+    } else if let Ok(tuple) = marks.cast::<PyTuple>() {
+        tuple.iter().collect()
+    } else {
+        return Err(invalid("expected high_water_ms as a list".into()));
+    };
+    if marks.len() > MAX_CLOCK_SEQS {
+        return Err(invalid(format!(
+            "expected at most {MAX_CLOCK_SEQS} high-water marks, found {}",
+            marks.len()
+        )));
+    }
+    let mut high_water_ms = [None; MAX_CLOCK_SEQS];
+    for (slot, mark) in high_water_ms.iter_mut().zip(&marks) {
+        if mark.is_none() {
+            continue;
+        }
+        *slot = Some(as_u64(mark).map_err(|p| {
+            invalid(format!(
+                "expected each high-water mark as Unix ms or None, found {}",
+                p.found()
+            ))
+        })?);
+    }
+    Ok(State {
+        layout_fingerprint,
+        worker_id,
+        clock_seq,
+        high_water_ms,
+    })
+}

@@ -1,0 +1,44 @@
+//! Python bindings for clockflake: the native module `clockflake._clockflake`.
+//!
+//! The module converts types, maps errors to the classes of `clockflake/_errors.py` by their
+//! code, supplies a clock and releases the GIL while waiting; every rule lives in core.
+
+use pyo3::prelude::*;
+
+mod args;
+mod errors;
+mod generator;
+mod parts;
+
+/// Names of the preset layouts, the default first.
+fn preset_names() -> Vec<&'static str> {
+    clockflake::Layout::PRESETS
+        .iter()
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+/// `(code, is_input_error)` for every core error code, checked against `_errors.py` by the tests.
+#[pyfunction]
+fn _error_codes() -> Vec<(&'static str, bool)> {
+    errors::samples()
+}
+
+/// Snowflake-style 64-bit ids that never repeat, even when the wall clock steps back.
+///
+/// `gil_used = false`: the module keeps no Python state behind the GIL's back (the generator is
+/// lock-free Rust state in a frozen class), so it may run on the free-threaded interpreter.
+#[pymodule(gil_used = false)]
+fn _clockflake(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<generator::PyGenerator>()?;
+    m.add_class::<parts::PyParts>()?;
+    m.add_function(wrap_pyfunction!(parts::decode, m)?)?;
+    m.add_function(wrap_pyfunction!(parts::encode, m)?)?;
+    m.add_function(wrap_pyfunction!(parts::id_range, m)?)?;
+    m.add_function(wrap_pyfunction!(parts::describe_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(generator::_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(_error_codes, m)?)?;
+    m.add("PRESET_NAMES", preset_names())?;
+    m.add("ERROR_CODES", clockflake::Error::CODES.to_vec())?;
+    Ok(())
+}

@@ -1,0 +1,22 @@
+"""The Python examples in the docstrings (module, and the native classes and functions) run."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import clockflake
+
+DOCUMENTED = [clockflake, clockflake.Generator, clockflake.Parts, clockflake.decode]
+
+
+@pytest.mark.parametrize("obj", DOCUMENTED, ids=lambda o: getattr(o, "__name__", str(o)))
+def test_docstring_examples(obj: object) -> None:
+    finder = doctest.DocTestFinder(recurse=False)
+    tests = finder.find(obj, getattr(obj, "__name__", "obj"), globs=vars(clockflake).copy())
+    assert tests and any(t.examples for t in tests), f"{obj} has no examples"
+    runner = doctest.DocTestRunner()
+    for test in tests:
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
