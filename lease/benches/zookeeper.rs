@@ -54,8 +54,12 @@ fn main() -> Result<(), LeaseError> {
         ("returning, with `cache=` file", Vec::new()),
     ];
     for round in 0..STARTS {
-        starts[0].1.push(start_ms(&format!("{base}&server=new-{round}"))?);
-        starts[1].1.push(start_ms(&format!("{base}&server=returning"))?);
+        starts[0]
+            .1
+            .push(start_ms(&format!("{base}&server=new-{round}"))?);
+        starts[1]
+            .1
+            .push(start_ms(&format!("{base}&server=returning"))?);
         let cached = format!("{base}&server=cached&cache={}", cache.display());
         starts[2].1.push(start_ms(&cached)?);
     }
@@ -76,10 +80,17 @@ fn main() -> Result<(), LeaseError> {
         wall_ms() - 86_400_000,
     )?;
     let fixed = Generator::new(layout, 1, Options::default())?;
-    let leased = open(&format!("{base}&server=per-id"), layout, LeaseOptions::default())?;
+    let leased = open(
+        &format!("{base}&server=per-id"),
+        layout,
+        LeaseOptions::default(),
+    )?;
     let mut rows: Vec<(&str, Vec<f64>)> = vec![
         ("static `Generator::next_id`", Vec::new()),
-        ("leased `LeasedGenerator::next_id` (zookeeper://)", Vec::new()),
+        (
+            "leased `LeasedGenerator::next_id` (zookeeper://)",
+            Vec::new(),
+        ),
     ];
     for _ in 0..ROUNDS {
         rows[0].1.push(per_id_ns(|| fixed.next_id().unwrap_or(0)));
