@@ -283,8 +283,11 @@ const MAX_BATCH = 1 << 26;
 const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
 const OPTION_NAMES = ['workerId', 'layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'clock'];
 const RESUME_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'workerId');
+const OPEN_OPTION_NAMES = ['layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'maxHandoverWaitMs'];
+/** `Symbol.dispose` where the runtime has it (Node >= 20.4, 18.18), else Node's registered name for it. */
+const DISPOSE = typeof Symbol.dispose === 'symbol' ? Symbol.dispose : Symbol.for('nodejs.dispose');
 const STATE_KEYS = ['layoutFingerprint', 'workerId', 'clockSeq', 'highWaterMs'];
-/** Set by `Generator.resume` for the one constructor call it makes. */
+/** Set by `Generator.resume` and `Generator.open` for the one constructor call each makes. */
 let resuming = null;
 
 function generatorOptions(options, allowed, name) {
@@ -304,6 +307,33 @@ function generatorOptions(options, allowed, name) {
   };
 }
 
+function closedError() {
+  return coded(Error, 'GENERATOR_CLOSED', 'generator closed: close() was called on this generator; make a new one');
+}
+
+/** The options of `Generator.open`: those of the constructor that make sense with a lease. */
+function openOptions(options) {
+  plainObject(options, 'options');
+  if (Object.hasOwn(options, 'workerId')) {
+    throw coded(
+      TypeError,
+      'UNKNOWN_OPTION',
+      'unknown option: Generator.open leases its worker id from the coordinator, so options.workerId cannot be given; use new Generator({ workerId }) for a fixed worker id',
+    );
+  }
+  if (Object.hasOwn(options, 'clock')) {
+    throw coded(
+      TypeError,
+      'UNKNOWN_OPTION',
+      'unknown option: a leased generator reads the system clock (its lease deadline and renewals depend on it), so options.clock cannot be given; use nextIdAt(ms) for explicit times',
+    );
+  }
+  const parsed = generatorOptions(options, OPEN_OPTION_NAMES, 'options');
+  const { maxHandoverWaitMs } = options;
+  parsed.maxHandoverWaitMs = maxHandoverWaitMs === undefined ? undefined : integer(maxHandoverWaitMs, 'maxHandoverWaitMs', 'INVALID_ARG_VALUE');
+  return parsed;
+}
+
 function stateError(message) {
   return coded(Error, 'INVALID_STATE', `invalid state: ${message}`);
 }
@@ -314,6 +344,11 @@ function stateError(message) {
  */
 class Generator {
   #handle;
+  /** The native leased generator (`Generator.open`), or null for a fixed worker id. */
+  #lease = null;
+  /** Resolved options of a leased generator. */
+  #leaseOptions = null;
+  #closed = false;
   #record;
   #clock;
   #logical;
@@ -332,6 +367,20 @@ class Generator {
   constructor(options) {
     let parsed;
     let handle;
+    if (resuming !== null && resuming.lease !== undefined) {
+      const { lease, record, options: resolved } = resuming;
+      resuming = null;
+      this.#lease = lease;
+      this.#leaseOptions = resolved;
+      this.#record = record;
+      this.#clock = null;
+      this.#logical = false;
+      this.#handle = null;
+      // Never filled: every id of a leased generator comes from the native lease check.
+      this.#buffer = new BigUint64Array(0);
+      this.#meta = null;
+      return;
+    }
     if (resuming !== null) {
       ({ parsed, handle } = resuming);
       resuming = null;
@@ -390,9 +439,74 @@ class Generator {
     }
   }
 
-  /** The worker id. */
+  /**
+   * A generator whose worker id is leased from a coordinator, continuing above every id that
+   * worker id ever issued:
+   * `file:///var/lib/app/ids?app=orders` (one host: a lock file per worker id),
+   * `postgres://user@db:5432/ids?app=orders&ttl=10s` (row leases),
+   * `zookeeper://zk1:2181,zk2:2181/snowflake/orders?ttl=10s`.
+   * A background thread renews the lease; past its deadline every call throws `LEASE_LOST`.
+   * Call `close()` (or `using`) to release the worker id. Each cluster worker and each
+   * worker_thread opens its own.
+   * @param {string} uri the coordinator
+   * @param {object} [options] `{ layout?, onRollback?, maxWaitMs?, maxDriftMs?, maxHandoverWaitMs? }`
+   */
+  static open(uri, options = {}) {
+    if (typeof uri !== 'string') throw typeError('uri', 'a string such as "file:///var/lib/app/ids?app=orders"', uri);
+    const parsed = openOptions(options);
+    const resolved = call(native.resolveOptions, parsed.record.handle, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs);
+    const lease = call(
+      native.openLeased,
+      parsed.record.handle,
+      uri,
+      parsed.onRollback,
+      parsed.maxWaitMs,
+      parsed.maxDriftMs,
+      parsed.maxHandoverWaitMs,
+    );
+    resuming = { lease, record: parsed.record, options: resolved };
+    try {
+      return new Generator(undefined);
+    } finally {
+      resuming = null;
+    }
+  }
+
+  /** The worker id (for `Generator.open`, the leased one). */
   get workerId() {
+    if (this.#lease !== null) return native.leasedWorkerId(this.#lease);
     return native.generatorState(this.#handle).workerId;
+  }
+
+  /**
+   * Whether the generator can still issue ids: false once closed, and for a leased generator
+   * once its lease is lost.
+   */
+  get isActive() {
+    if (this.#lease !== null) return native.leasedIsActive(this.#lease);
+    return !this.#closed;
+  }
+
+  /** The coordinator of a leased generator (`file:///...?app=...`, no password), or null. */
+  get coordinator() {
+    return this.#lease === null ? null : native.leasedCoordinator(this.#lease);
+  }
+
+  /**
+   * Stops issuing ids: later calls throw `GENERATOR_CLOSED`. A leased generator stops its
+   * renewal thread, stores its state with the coordinator and releases its worker id.
+   * Idempotent. `gen[Symbol.dispose]()` (and `using`) calls it.
+   */
+  close() {
+    if (this.#lease !== null) {
+      call(native.leasedClose, this.#lease);
+      return;
+    }
+    this.#closed = true;
+    this.#pos = 0;
+    this.#count = 0;
+    this.#low = Infinity;
+    this.#end = -Infinity;
   }
 
   /** The layout's description (see `describeLayout`). */
@@ -402,20 +516,37 @@ class Generator {
 
   /** The rollback policy in force, and the waits it allows. */
   get options() {
+    if (this.#lease !== null) return { ...this.#leaseOptions };
     return { ...native.generatorOptions(this.#handle) };
   }
 
   /** The next id, at the clock's time. Waits (spinning, at most until the next tick) when the tick is full. */
   nextId() {
-    const now = this.#clock === null ? Date.now() : this.#readClock();
-    if (now < this.#end && now >= this.#low && this.#pos < this.#count) return this.#buffer[this.#pos++];
-    this.#refill(now, true, 1);
+    // A leased generator never has a block (#count stays 0), so it leaves at the second test.
+    if (this.#pos < this.#count) {
+      const now = this.#clock === null ? Date.now() : this.#readClock();
+      if (now < this.#end && now >= this.#low) return this.#buffer[this.#pos++];
+      this.#refill(now, true, 1);
+      return this.#buffer[this.#pos++];
+    }
+    if (this.#lease !== null) return this.#leasedNextId();
+    this.#refill(this.#clock === null ? Date.now() : this.#readClock(), true, 1);
     return this.#buffer[this.#pos++];
+  }
+
+  /** One id from the native leased generator, which checks the lease deadline on every id. */
+  #leasedNextId() {
+    try {
+      return native.leasedNextId(this.#lease);
+    } catch (error) {
+      throw fromNative(error);
+    }
   }
 
   /** The next id at an explicit time (Unix ms). Never blocks: a refusal throws, with `retryAtMs`. */
   nextIdAt(nowMs) {
     const now = integer(nowMs, 'nowMs', 'INVALID_ARG_VALUE');
+    if (this.#lease !== null) return call(native.leasedNextIdAt, this.#lease, now);
     if (now < this.#end && now >= this.#low && this.#pos < this.#count) return this.#buffer[this.#pos++];
     this.#refill(now, false, 1);
     return this.#buffer[this.#pos++];
@@ -431,6 +562,10 @@ class Generator {
     const n = integer(count, 'count', 'INVALID_ARG_VALUE');
     if (n > MAX_BATCH) throw coded(RangeError, 'INVALID_ARG_VALUE', `count out of range: expected at most ${MAX_BATCH}, found ${n}`);
     const out = new BigUint64Array(n);
+    if (this.#lease !== null) {
+      call(native.leasedFill, this.#lease, out);
+      return out;
+    }
     let filled = 0;
     while (filled < n) {
       const now = this.#clock === null ? Date.now() : this.#readClock();
@@ -452,6 +587,7 @@ class Generator {
    * Give it to `Generator.resume` after a restart.
    */
   state() {
+    if (this.#lease !== null) return native.leasedState(this.#lease);
     return native.generatorState(this.#handle);
   }
 
@@ -469,6 +605,7 @@ class Generator {
    * with `wait`, waits out refusals that name a retry time.
    */
   #refill(now, wait, needed) {
+    if (this.#closed) throw closedError();
     // Still inside the block's tick: the caller keeps this tick busy, so ask for more.
     const want = now < this.#end && now >= this.#low ? Math.min(this.#want * 4, BLOCK) : FIRST_BLOCK;
     this.#want = Math.max(want, Math.min(needed, BLOCK));
@@ -512,4 +649,99 @@ class Generator {
   }
 }
 
-module.exports = { Generator, decode, encode, idRange, layouts, describeLayout };
+// ---------------------------------------------------------------------------------------------
+// Public ids
+
+const MAX_KEY_VERSION = 31;
+/** Lets `withOldKey` build a codec around a native handle it already has. */
+let adopting = null;
+
+function keyVersion(version) {
+  if (typeof version !== 'number') throw typeError('version', 'a number 0..=31', version);
+  if (!Number.isInteger(version) || version < 0 || version > MAX_KEY_VERSION) {
+    throw coded(RangeError, 'INVALID_KEY_VERSION', `invalid key version: expected 0..=${MAX_KEY_VERSION} and not already in the key ring, found ${version}`);
+  }
+  return version;
+}
+
+function keyBytes(key) {
+  if (!(key instanceof Uint8Array)) throw typeError('key', 'a Uint8Array or Buffer of 16 bytes', key);
+  if (key.length !== 16) throw coded(RangeError, 'INVALID_ARG_VALUE', `key: expected 16 bytes, found ${key.length} bytes`);
+  return key;
+}
+
+function bigintArg(value, name) {
+  if (typeof value !== 'bigint') throw typeError(name, 'a bigint (a number loses precision above 2^53)', value);
+  return value;
+}
+
+/**
+ * Public ids that reveal nothing: a keyed, reversible permutation of the 63-bit id space
+ * (6-round Feistel network, SipHash rounds), and a 16-character text form with a key version
+ * and a checksum. It hides when, where and how many; it is not a capability: anyone can submit
+ * a public id and get some raw id back, so never use it for authorisation.
+ */
+class PublicIds {
+  #handle;
+
+  /**
+   * @param {number} version the key's version, 0..=31 (the text form's first character)
+   * @param {Uint8Array} key 16 secret bytes (a `Buffer` works)
+   */
+  constructor(version, key) {
+    if (adopting !== null) {
+      this.#handle = adopting;
+      adopting = null;
+      return;
+    }
+    this.#handle = call(native.publicIdsNew, keyVersion(version), keyBytes(key));
+  }
+
+  /** A new codec with the same keys plus an older key, used only to decode texts made with it. */
+  withOldKey(version, key) {
+    const handle = call(native.publicIdsWithOldKey, this.#handle, keyVersion(version), keyBytes(key));
+    adopting = handle;
+    try {
+      return new PublicIds(undefined, undefined);
+    } finally {
+      adopting = null;
+    }
+  }
+
+  /** The version of the current key (the one `encode` and `encodeText` use). */
+  get currentVersion() {
+    return native.publicIdsCurrentVersion(this.#handle);
+  }
+
+  /** The public number of an id (a bigint below 2^63), under the current key. */
+  encode(id) {
+    return call(native.publicEncode, this.#handle, bigintArg(id, 'id'));
+  }
+
+  /** The id behind a public number, under the current key. */
+  decode(publicId) {
+    return call(native.publicDecode, this.#handle, bigintArg(publicId, 'publicId'));
+  }
+
+  /** The 16-character text form of an id (Crockford base32, upper case). */
+  encodeText(id) {
+    return call(native.publicEncodeText, this.#handle, bigintArg(id, 'id'));
+  }
+
+  /** The id behind a text form (case-insensitive); a typo is an `INVALID_PUBLIC_ID` error, never a wrong id. */
+  decodeText(text) {
+    if (typeof text !== 'string') throw typeError('text', 'a string of 16 characters', text);
+    return call(native.publicDecodeText, this.#handle, text);
+  }
+}
+
+/** `using gen = Generator.open(...)` closes the generator at the end of the block. */
+Object.defineProperty(Generator.prototype, DISPOSE, {
+  value: function dispose() {
+    this.close();
+  },
+  writable: true,
+  configurable: true,
+});
+
+module.exports = { Generator, PublicIds, decode, encode, idRange, layouts, describeLayout };

@@ -13,8 +13,14 @@
 
 use std::cell::Cell;
 
-use clockflake::{Error as CoreError, Field, Generator, InvalidId, Layout, Options, Policy, State};
-use napi::bindgen_prelude::{BigInt, BigUint64ArraySlice, External};
+use std::time::Duration;
+
+use clockflake::{
+    Error as CoreError, Field, Generator, InvalidId, Layout, Options, Policy, PublicIdProblem,
+    PublicIds, State,
+};
+use clockflake_lease::{LeaseError, LeaseOptions, LeasedGenerator};
+use napi::bindgen_prelude::{BigInt, BigUint64ArraySlice, External, Uint8Array};
 use napi_derive::napi;
 
 /// A napi error whose `.code` is the core's code (or one of this binding's argument codes).
@@ -166,10 +172,12 @@ pub fn preset_names() -> Vec<&'static str> {
     Layout::PRESETS.iter().map(|(name, _)| *name).collect()
 }
 
-/// Every code the core defines.
+/// Every code the core defines, then the codes only a lease can raise.
 #[napi(catch_unwind)]
 pub fn error_codes() -> Vec<&'static str> {
-    CoreError::CODES.to_vec()
+    let mut codes = CoreError::CODES.to_vec();
+    codes.extend(LeaseError::CODES);
+    codes
 }
 
 /// `retry_at_ms` of the last error thrown on this thread, or `null`.
@@ -397,8 +405,11 @@ pub struct StateOut {
 /// A snapshot of the generator's state.
 #[napi(catch_unwind)]
 pub fn generator_state(generator: &External<Generator>) -> StateOut {
-    let state = generator.state();
-    let count = generator.layout().clock_seqs() as usize;
+    state_out(&generator.state(), generator.layout().clock_seqs())
+}
+
+fn state_out(state: &State, clock_seqs: u64) -> StateOut {
+    let count = clock_seqs as usize;
     StateOut {
         layout_fingerprint: state.layout_fingerprint.to_string(),
         worker_id: number(state.worker_id),
@@ -423,6 +434,10 @@ pub struct OptionsOut {
 /// The generator's resolved options.
 #[napi(catch_unwind)]
 pub fn generator_options(generator: &External<Generator>) -> OptionsOut {
+    generator_options_of(generator)
+}
+
+fn generator_options_of(generator: &Generator) -> OptionsOut {
     let options = generator.options();
     OptionsOut {
         on_rollback: generator.policy().name().into(),
@@ -446,4 +461,187 @@ pub fn clock_not_advancing(waiting_for_ms: f64, now_ms: f64) -> Result<()> {
         waiting_for_ms: whole(waiting_for_ms, "waitingForMs")?,
         now_ms: whole(now_ms, "nowMs")?,
     }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leased generators (Generator.open)
+//
+// Every id goes through `LeasedGenerator::next_id`, which checks the lease deadline and the
+// persisted reservation on each call. There is no block of ids served from JavaScript here:
+// a block's ids would be checked once, when taken, and could then be handed out after the
+// deadline passed or after the renewal thread found the lease lost.
+
+fn throw_lease(error: LeaseError) -> napi::Error<&'static str> {
+    LAST_RETRY_AT_MS.with(|last| last.set(error.retry_at_ms()));
+    napi::Error::new(error.code(), error.to_string())
+}
+
+fn lease<T>(result: std::result::Result<T, LeaseError>) -> Result<T> {
+    result.map_err(throw_lease)
+}
+
+/// Leases a worker id from the coordinator `uri` names and starts a generator under it.
+#[napi(catch_unwind)]
+pub fn open_leased(
+    layout: &External<Layout>,
+    uri: String,
+    policy: Option<String>,
+    max_wait_ms: Option<f64>,
+    max_drift_ms: Option<f64>,
+    max_handover_wait_ms: Option<f64>,
+) -> Result<External<LeasedGenerator>> {
+    let mut lease_options = LeaseOptions {
+        generator: options(policy, max_wait_ms, max_drift_ms)?,
+        ..LeaseOptions::default()
+    };
+    if let Some(ms) = max_handover_wait_ms {
+        lease_options.max_handover_wait = Duration::from_millis(whole(ms, "maxHandoverWaitMs")?);
+    }
+    lease(clockflake_lease::open(&uri, **layout, lease_options)).map(External::new)
+}
+
+/// The options a generator with these settings resolves to (the policy named), without making
+/// one that issues ids.
+#[napi(catch_unwind)]
+pub fn resolve_options(
+    layout: &External<Layout>,
+    policy: Option<String>,
+    max_wait_ms: Option<f64>,
+    max_drift_ms: Option<f64>,
+) -> Result<OptionsOut> {
+    let options = options(policy, max_wait_ms, max_drift_ms)?;
+    let probe = core(Generator::new(**layout, 0, options))?;
+    Ok(generator_options_of(&probe))
+}
+
+/// The next id: waits out a full tick and a handover, refuses once the lease is lost or closed.
+#[napi(catch_unwind)]
+pub fn leased_next_id(generator: &External<LeasedGenerator>) -> Result<u64> {
+    lease(generator.next_id())
+}
+
+/// The next id at an explicit time (Unix ms); never waits.
+#[napi(catch_unwind)]
+pub fn leased_next_id_at(generator: &External<LeasedGenerator>, now_ms: f64) -> Result<u64> {
+    let now_ms = whole(now_ms, "nowMs")?;
+    lease(generator.next_id_at(now_ms))
+}
+
+/// Fills `out` with new ids, each checked against the lease like `leased_next_id`.
+#[napi(catch_unwind)]
+pub fn leased_fill(
+    generator: &External<LeasedGenerator>,
+    mut out: BigUint64ArraySlice,
+) -> Result<()> {
+    // SAFETY: the JavaScript thread is inside this call, so nothing else reads or writes the
+    // typed array's memory meanwhile, and `out` is not used again after this function.
+    let slots = unsafe { out.as_mut() };
+    for slot in slots.iter_mut() {
+        *slot = lease(generator.next_id())?;
+    }
+    Ok(())
+}
+
+/// The leased worker id.
+#[napi(catch_unwind)]
+pub fn leased_worker_id(generator: &External<LeasedGenerator>) -> f64 {
+    number(generator.worker_id())
+}
+
+/// Whether the generator can still issue ids (not lost, not closed).
+#[napi(catch_unwind)]
+pub fn leased_is_active(generator: &External<LeasedGenerator>) -> bool {
+    generator.is_active()
+}
+
+/// The coordinator, without any password.
+#[napi(catch_unwind)]
+pub fn leased_coordinator(generator: &External<LeasedGenerator>) -> String {
+    generator.coordinator().to_owned()
+}
+
+/// A snapshot of the leased generator's state.
+#[napi(catch_unwind)]
+pub fn leased_state(generator: &External<LeasedGenerator>) -> StateOut {
+    state_out(&generator.state(), generator.layout().clock_seqs())
+}
+
+/// Stops issuing ids, stores the state and releases the worker id. Idempotent.
+#[napi(catch_unwind)]
+pub fn leased_close(generator: &External<LeasedGenerator>) -> Result<()> {
+    lease(generator.close())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public ids (PublicIds)
+
+fn key_bytes(key: &Uint8Array) -> Result<[u8; 16]> {
+    let bytes: &[u8] = key;
+    bytes.try_into().map_err(|_| {
+        bad_value(format!(
+            "key: expected 16 bytes, found {} bytes",
+            bytes.len()
+        ))
+    })
+}
+
+fn key_version(version: f64) -> Result<u8> {
+    match u8::try_from(whole(version, "version")?) {
+        Ok(version) => Ok(version),
+        // Above 255: the core's error for any version out of 0..=31.
+        Err(_) => Err(throw(CoreError::InvalidKeyVersion { version: u8::MAX })),
+    }
+}
+
+/// A codec whose current key is `key`, tagged `version` (0..=31).
+#[napi(catch_unwind)]
+pub fn public_ids_new(version: f64, key: Uint8Array) -> Result<External<PublicIds>> {
+    let version = key_version(version)?;
+    core(PublicIds::new(version, key_bytes(&key)?)).map(External::new)
+}
+
+/// A new codec holding the keys of `codec` plus an older key, used only to decode texts.
+#[napi(catch_unwind)]
+pub fn public_ids_with_old_key(
+    codec: &External<PublicIds>,
+    version: f64,
+    key: Uint8Array,
+) -> Result<External<PublicIds>> {
+    let version = key_version(version)?;
+    let key = key_bytes(&key)?;
+    core(PublicIds::clone(codec).with_old_key(version, key)).map(External::new)
+}
+
+/// The current key's version.
+#[napi(catch_unwind)]
+pub fn public_ids_current_version(codec: &External<PublicIds>) -> u32 {
+    u32::from(codec.current_version())
+}
+
+/// The public number of an id.
+#[napi(catch_unwind)]
+pub fn public_encode(codec: &External<PublicIds>, id: BigInt) -> Result<u64> {
+    let id = core(bigint_to_u64(&id))?;
+    core(codec.encode(id))
+}
+
+/// The id behind a public number.
+#[napi(catch_unwind)]
+pub fn public_decode(codec: &External<PublicIds>, public: BigInt) -> Result<u64> {
+    let public = bigint_to_u64(&public)
+        .map_err(|_| throw(CoreError::InvalidPublicId(PublicIdProblem::OutOfRange)))?;
+    core(codec.decode(public))
+}
+
+/// The 16-character text form of an id.
+#[napi(catch_unwind)]
+pub fn public_encode_text(codec: &External<PublicIds>, id: BigInt) -> Result<String> {
+    let id = core(bigint_to_u64(&id))?;
+    core(codec.encode_text(id)).map(|text| text.as_str().to_owned())
+}
+
+/// The id behind a text form.
+#[napi(catch_unwind)]
+pub fn public_decode_text(codec: &External<PublicIds>, text: String) -> Result<u64> {
+    core(codec.decode_text(&text))
 }
