@@ -1,0 +1,129 @@
+// Every cluster worker and every worker_thread opens its own lease on one file:// directory:
+// 8 x 100,000 ids through nextId() in each case, zero duplicates, 8 distinct worker ids.
+// Each child keeps its lease until the parent has every child's ids, so all 8 hold at once.
+//
+// This file is also the cluster workers' script: with CLOCKFLAKE_LEASE_CHILD set it generates
+// instead of registering tests.
+import cluster from 'node:cluster';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+
+const CHILDREN = 8;
+const PER_CHILD = 100_000;
+const indexUrl = new URL('../index.mjs', import.meta.url).href;
+
+/** What each child runs: open, generate through nextId(), report, close when told. */
+function generate(Generator, uri) {
+  const gen = Generator.open(uri);
+  const ids = new BigUint64Array(PER_CHILD);
+  for (let i = 0; i < PER_CHILD; i++) ids[i] = gen.nextId();
+  return { gen, result: { workerId: gen.workerId, pid: process.pid, ids } };
+}
+
+if (cluster.isWorker && process.env.CLOCKFLAKE_LEASE_CHILD) {
+  const { Generator } = await import(indexUrl);
+  const { gen, result } = generate(Generator, process.env.CLOCKFLAKE_LEASE_CHILD);
+  process.on('message', (message) => {
+    if (message === 'close') {
+      gen.close();
+      process.disconnect();
+    }
+  });
+  process.send(result);
+} else {
+  const { test } = await import('node:test');
+  const assert = (await import('node:assert/strict')).default;
+  const { decode } = await import(indexUrl);
+
+  function checkAll(results) {
+    assert.equal(results.length, CHILDREN);
+    const workerIds = new Set(results.map((r) => r.workerId));
+    assert.equal(workerIds.size, CHILDREN, `8 distinct worker ids, got ${[...workerIds]}`);
+    const all = new BigUint64Array(CHILDREN * PER_CHILD);
+    results.forEach((r, i) => {
+      assert.equal(r.ids.length, PER_CHILD);
+      for (let j = 1; j < PER_CHILD; j++) assert.ok(r.ids[j] > r.ids[j - 1], 'strictly increasing within a child');
+      assert.equal(decode(r.ids[0]).workerId, r.workerId);
+      assert.equal(decode(r.ids[PER_CHILD - 1]).workerId, r.workerId);
+      all.set(r.ids, i * PER_CHILD);
+    });
+    all.sort();
+    let duplicates = 0;
+    for (let i = 1; i < all.length; i++) if (all[i] === all[i - 1]) duplicates++;
+    assert.equal(duplicates, 0, 'no duplicate among 800,000 ids');
+  }
+
+  test('cluster: 8 workers each open their own lease, 8 x 100,000 ids, no duplicates', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'clockflake-node-cluster-'));
+    try {
+      const uri = `file://${dir}?app=cluster`;
+      cluster.setupPrimary({ exec: fileURLToPath(import.meta.url), execArgv: [], serialization: 'advanced', silent: false });
+      const workers = [];
+      const results = await new Promise((resolve, reject) => {
+        const got = [];
+        for (let i = 0; i < CHILDREN; i++) {
+          const worker = cluster.fork({ CLOCKFLAKE_LEASE_CHILD: uri, NODE_TEST_CONTEXT: '' });
+          workers.push(worker);
+          worker.on('message', (message) => {
+            got.push(message);
+            if (got.length === CHILDREN) resolve(got);
+          });
+          worker.on('error', reject);
+          worker.on('exit', (code) => {
+            if (code !== 0) reject(new Error(`cluster worker exited with ${code}`));
+          });
+        }
+      });
+      assert.equal(new Set(results.map((r) => r.pid)).size, CHILDREN, '8 processes');
+      checkAll(results);
+      const exits = workers.map((w) => new Promise((resolve) => w.on('exit', resolve)));
+      for (const w of workers) w.send('close');
+      await Promise.all(exits);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('worker_threads: 8 threads each open their own lease, 8 x 100,000 ids, no duplicates', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'clockflake-node-threads-'));
+    try {
+      const uri = `file://${dir}?app=threads`;
+      const code = `
+        const { parentPort, workerData } = require('node:worker_threads');
+        import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
+          const gen = Generator.open(workerData.uri);
+          const ids = new BigUint64Array(workerData.count);
+          for (let i = 0; i < ids.length; i++) ids[i] = gen.nextId();
+          parentPort.once('message', () => { gen.close(); parentPort.close(); });
+          parentPort.postMessage({ workerId: gen.workerId, pid: process.pid, ids });
+        });
+      `;
+      const workers = [];
+      const results = await new Promise((resolve, reject) => {
+        const got = [];
+        for (let i = 0; i < CHILDREN; i++) {
+          const worker = new Worker(code, { eval: true, workerData: { uri, count: PER_CHILD } });
+          workers.push(worker);
+          worker.on('message', (message) => {
+            got.push(message);
+            if (got.length === CHILDREN) resolve(got);
+          });
+          worker.on('error', reject);
+          worker.on('exit', (exitCode) => {
+            if (exitCode !== 0) reject(new Error(`worker thread exited with ${exitCode}`));
+          });
+        }
+      });
+      assert.equal(new Set(results.map((r) => r.pid)).size, 1, 'one process');
+      checkAll(results);
+      const exits = workers.map((w) => new Promise((resolve) => w.on('exit', resolve)));
+      for (const w of workers) w.postMessage('close');
+      await Promise.all(exits);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}

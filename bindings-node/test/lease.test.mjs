@@ -1,0 +1,211 @@
+// Generator.open: worker ids leased from a real file:// coordinator (lock files and state files in
+// a temporary directory), close / Symbol.dispose, pool exhaustion, and the error shape.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Generator, decode } from '../index.mjs';
+
+function tempDir() {
+  return mkdtempSync(join(tmpdir(), 'clockflake-node-lease-'));
+}
+
+function throwsCoded(fn, code, ErrorClass = Error) {
+  let caught;
+  try {
+    fn();
+  } catch (error) {
+    caught = error;
+  }
+  assert.ok(caught instanceof ErrorClass, `expected a ${ErrorClass.name} with code ${code}, got ${caught}`);
+  assert.equal(caught.code, code, caught.message);
+  assert.ok(caught.message.length > 20, 'a message that says what went wrong');
+  assert.ok('retryAtMs' in caught);
+  return caught;
+}
+
+// 2 worker bits: a pool of 4 worker ids.
+const SMALL = {
+  fields: [
+    { name: 'timestamp', bits: 41 },
+    { name: 'worker', bits: 2 },
+    { name: 'sequence', bits: 12 },
+  ],
+  unitMs: 1,
+  epochMs: 1_704_067_200_000,
+};
+
+test('open: leases distinct worker ids, ids carry them, close releases them for reuse', () => {
+  const dir = tempDir();
+  try {
+    const uri = `file://${dir}?app=orders`;
+    const a = Generator.open(uri);
+    const b = Generator.open(uri);
+    assert.ok(a instanceof Generator);
+    assert.notEqual(a.workerId, b.workerId);
+    assert.ok(a.isActive && b.isActive);
+    assert.equal(a.coordinator, `file://${dir}?app=orders`);
+    assert.equal(new Generator({ workerId: 3 }).coordinator, null);
+
+    const fromA = a.nextIds(1000);
+    const one = a.nextId();
+    assert.equal(typeof one, 'bigint');
+    assert.ok(one > fromA[999], 'strictly increasing');
+    for (const id of [fromA[0], one]) assert.equal(decode(id).workerId, a.workerId);
+    assert.equal(decode(b.nextId()).workerId, b.workerId);
+    assert.equal(typeof a.nextIdString(), 'string');
+    assert.deepEqual(a.options, { onRollback: 'clock-sequence', maxWaitMs: 5, maxDriftMs: 1000 });
+    const state = a.state();
+    assert.equal(state.workerId, a.workerId);
+    assert.equal(typeof state.layoutFingerprint, 'string');
+
+    const released = a.workerId;
+    const last = a.nextId();
+    a.close();
+    assert.equal(a.isActive, false);
+    a.close(); // idempotent
+    const c = Generator.open(uri);
+    assert.equal(c.workerId, released, 'the lowest free worker id is reused');
+    const next = c.nextId();
+    assert.equal(decode(next).workerId, released);
+    assert.ok(next > last, 'the next holder continues above every id the previous one issued');
+
+    // Another app namespace has its own pool.
+    const other = Generator.open(`file://${dir}?app=billing`);
+    assert.equal(other.workerId, 0);
+    for (const g of [b, c, other]) g.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('open: a custom layout of 4 worker ids: the 5th holder gets WORKER_POOL_EXHAUSTED', () => {
+  const dir = tempDir();
+  try {
+    const uri = `file://${dir}?app=small`;
+    const held = [0, 1, 2, 3].map(() => Generator.open(uri, { layout: SMALL }));
+    assert.deepEqual(held.map((g) => g.workerId).sort(), [0, 1, 2, 3]);
+    assert.equal(held[0].layout.maxWorkerId, 3);
+    const error = throwsCoded(() => Generator.open(uri, { layout: SMALL }), 'WORKER_POOL_EXHAUSTED');
+    assert.match(error.message, /4 worker ids/);
+    held[2].close();
+    const again = Generator.open(uri, { layout: SMALL });
+    assert.equal(again.workerId, held[2].workerId);
+    again.close();
+    for (const g of held) g.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('close: every later call throws GENERATOR_CLOSED; Symbol.dispose closes', () => {
+  const dir = tempDir();
+  try {
+    const gen = Generator.open(`file://${dir}`);
+    gen.nextId();
+    gen.close();
+    throwsCoded(() => gen.nextId(), 'GENERATOR_CLOSED');
+    throwsCoded(() => gen.nextIds(10), 'GENERATOR_CLOSED');
+    throwsCoded(() => gen.nextIdAt(Date.now()), 'GENERATOR_CLOSED');
+    throwsCoded(() => gen.nextIdString(), 'GENERATOR_CLOSED');
+
+    assert.equal(typeof Symbol.dispose, 'symbol');
+    const disposed = Generator.open(`file://${dir}`);
+    assert.equal(typeof disposed[Symbol.dispose], 'function');
+    disposed[Symbol.dispose]();
+    assert.equal(disposed.isActive, false);
+    throwsCoded(() => disposed.nextId(), 'GENERATOR_CLOSED');
+
+    // A fixed-worker-id generator closes the same way (no lease to release).
+    const fixed = new Generator({ workerId: 5 });
+    fixed.nextIds(100);
+    assert.equal(fixed.isActive, true);
+    fixed[Symbol.dispose]();
+    assert.equal(fixed.isActive, false);
+    throwsCoded(() => fixed.nextId(), 'GENERATOR_CLOSED');
+    throwsCoded(() => fixed.nextIdAt(Date.now() + 10), 'GENERATOR_CLOSED');
+    throwsCoded(() => fixed.nextIds(3), 'GENERATOR_CLOSED');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('open: the state is stored on close and resumed by the next holder (no id repeats)', () => {
+  const dir = tempDir();
+  try {
+    const uri = `file://${dir}?app=resume`;
+    const first = Generator.open(uri);
+    const future = Date.now() + 500;
+    // An explicit time ahead of the clock: the next holder must not reissue it.
+    const ahead = first.nextIdAt(future);
+    first.close();
+    const second = Generator.open(uri, { maxHandoverWaitMs: 2000 });
+    assert.equal(second.workerId, first.workerId);
+    const after = second.nextId();
+    assert.notEqual(after, ahead);
+    const parts = decode(after);
+    // Either a later time, or the same time range under another clock sequence.
+    assert.ok(parts.timestampMs > future || parts.clockSeq !== decode(ahead).clockSeq, JSON.stringify(parts));
+    second.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('open: a corrupt state file is refused with INVALID_STATE, never reset', () => {
+  const dir = tempDir();
+  try {
+    const uri = `file://${dir}?app=corrupt`;
+    Generator.open(uri).close();
+    const stateFiles = readdirSync(join(dir, 'corrupt')).filter((f) => !f.endsWith('.lock'));
+    assert.ok(stateFiles.length >= 1, `state file written: ${readdirSync(join(dir, 'corrupt'))}`);
+    for (const file of stateFiles) writeFileSync(join(dir, 'corrupt', file), '{"not": "a state"');
+    throwsCoded(() => Generator.open(uri), 'INVALID_STATE');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('open: bad uris and options are refused with codes', () => {
+  const dir = tempDir();
+  try {
+    throwsCoded(() => Generator.open(), 'INVALID_ARG_TYPE', TypeError);
+    throwsCoded(() => Generator.open(42), 'INVALID_ARG_TYPE', TypeError);
+    throwsCoded(() => Generator.open(new URL(`file://${dir}`)), 'INVALID_ARG_TYPE', TypeError);
+    throwsCoded(() => Generator.open('bogus://x'), 'INVALID_URI');
+    throwsCoded(() => Generator.open(''), 'INVALID_URI');
+    throwsCoded(() => Generator.open(`file://${dir}?app=../etc`), 'INVALID_URI');
+    throwsCoded(() => Generator.open(`file://${dir}?reserve=1ms`), 'INVALID_URI');
+    throwsCoded(() => Generator.open(`file://${dir}?colour=blue`), 'INVALID_URI');
+    const fixed = throwsCoded(() => Generator.open(`file://${dir}`, { workerId: 1 }), 'UNKNOWN_OPTION', TypeError);
+    assert.match(fixed.message, /leases its worker id/);
+    const clock = throwsCoded(() => Generator.open(`file://${dir}`, { clock: Date.now }), 'UNKNOWN_OPTION', TypeError);
+    assert.match(clock.message, /system clock/);
+    throwsCoded(() => Generator.open(`file://${dir}`, { workerid: 1 }), 'UNKNOWN_OPTION', TypeError);
+    throwsCoded(() => Generator.open(`file://${dir}`, null), 'INVALID_ARG_TYPE', TypeError);
+    throwsCoded(() => Generator.open(`file://${dir}`, { layout: 'nope' }), 'UNKNOWN_LAYOUT');
+    throwsCoded(() => Generator.open(`file://${dir}`, { onRollback: 'sometimes' }), 'UNKNOWN_POLICY');
+    throwsCoded(() => Generator.open(`file://${dir}`, { maxHandoverWaitMs: -1 }), 'INVALID_ARG_VALUE', RangeError);
+    throwsCoded(() => Generator.open(`file://${dir}`, { maxHandoverWaitMs: '1' }), 'INVALID_ARG_TYPE', TypeError);
+    // A directory that cannot be created.
+    throwsCoded(() => Generator.open('file:///proc/clockflake-cannot-exist'), 'COORDINATOR_UNAVAILABLE');
+    // Nothing was leased by the refusals: the pool starts at 0.
+    const gen = Generator.open(`file://${dir}`);
+    assert.equal(gen.workerId, 0);
+    throwsCoded(() => gen.nextIdAt(-1), 'INVALID_ARG_VALUE', RangeError);
+    throwsCoded(() => gen.nextIds(-1), 'INVALID_ARG_VALUE', RangeError);
+    gen.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('open: a postgres:// coordinator that is not there: COORDINATOR_UNAVAILABLE, password not shown', () => {
+  // Port 1 on loopback: nothing listens, the connection is refused at once.
+  const error = throwsCoded(
+    () => Generator.open('postgres://someone:secret@127.0.0.1:1/ids?app=orders&ttl=10s&connect_timeout=2'),
+    'COORDINATOR_UNAVAILABLE',
+  );
+  assert.doesNotMatch(error.message, /secret/);
+});
