@@ -55,6 +55,26 @@ export interface GeneratorOptions {
 /** Options of `Generator.resume`: the constructor's without `workerId` (it comes from the state). */
 export type ResumeOptions = Omit<GeneratorOptions, 'workerId'>;
 
+/**
+ * Options of `Generator.open`: the constructor's without `workerId` (it is leased) and without
+ * `clock` (a lease's deadline is measured on the system clock; use `nextIdAt` for explicit times).
+ */
+export interface OpenOptions {
+  /** Default `'clockseq'`. Leases cover layouts of at most 65,536 worker ids. */
+  layout?: Layout;
+  onRollback?: RollbackPolicy;
+  maxWaitMs?: number;
+  maxDriftMs?: number;
+  /**
+   * Longest wait (ms) at the first id after taking over a worker id whose previous holder's
+   * clock was ahead of this one's, when no clock sequence is free (default 15,000).
+   */
+  maxHandoverWaitMs?: number;
+}
+
+/** A coordinator URI: `file:///DIR?app=NAME`, `postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s`, `zookeeper://HOST:PORT,.../PATH?ttl=10s`. */
+export type CoordinatorUri = string;
+
 /** A generator's saved state: JSON-safe. */
 export interface GeneratorState {
   /** The layout's fingerprint, as a decimal string. */
@@ -87,7 +107,10 @@ export interface PartsInput {
 /**
  * Every error this package throws. Core refusals are `Error`s; argument-shape problems are
  * `TypeError` (`INVALID_ARG_TYPE`, `UNKNOWN_OPTION`) or `RangeError` (a number that is not an
- * integer 0..=2^53-1, with the field's range code or `INVALID_ARG_VALUE`).
+ * integer 0..=2^53-1, with the field's range code or `INVALID_ARG_VALUE`). Leased generators add
+ * `LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, `INVALID_URI`, `COORDINATOR_UNAVAILABLE`,
+ * `GENERATOR_CLOSED` and `INVALID_STATE` (a stored state record that cannot be read);
+ * `PublicIds` adds `INVALID_PUBLIC_ID`, `UNKNOWN_KEY_VERSION` and `INVALID_KEY_VERSION`.
  */
 export interface ClockflakeError extends Error {
   /** The stable code, e.g. `'WORKER_ID_OUT_OF_RANGE'`, `'INVALID_ID'`, `'CLOCK_MOVED_BACKWARDS'`. */
@@ -104,11 +127,26 @@ export interface ClockflakeError extends Error {
  * const gen = new Generator({ workerId: 7 });
  * const id = gen.nextId(); // 383196811201900544n
  */
-export declare class Generator {
+export declare class Generator implements Disposable {
   constructor(options: GeneratorOptions);
   /** Continues from a saved `state()`, never reissuing an id at or below its high-water marks. */
   static resume(state: GeneratorState, options?: ResumeOptions): Generator;
+  /**
+   * A generator whose worker id is leased from a coordinator (a background thread renews it);
+   * every id is checked against the lease deadline, and past it calls throw `LEASE_LOST`.
+   * Release it with `close()` or `using`. Each cluster worker and worker_thread opens its own.
+   *
+   * @example
+   * using gen = Generator.open('file:///var/lib/app/ids?app=orders');
+   * const id = gen.nextId();
+   */
+  static open(uri: CoordinatorUri, options?: OpenOptions): Generator;
+  /** The worker id (for `Generator.open`, the leased one). */
   readonly workerId: number;
+  /** False once closed, and for a leased generator once its lease is lost. */
+  readonly isActive: boolean;
+  /** A leased generator's coordinator (`file:///...?app=...`, never a password), else `null`. */
+  readonly coordinator: string | null;
   readonly layout: LayoutInfo;
   readonly options: { onRollback: RollbackPolicy; maxWaitMs: number; maxDriftMs: number };
   /** The next id at the clock's time; when the tick is full, waits for the next one. */
@@ -121,6 +159,40 @@ export declare class Generator {
   nextIdString(): string;
   /** A snapshot to persist and pass to `Generator.resume`. */
   state(): GeneratorState;
+  /**
+   * Stops issuing ids (later calls throw `GENERATOR_CLOSED`); a leased generator stores its
+   * state and releases its worker id. Idempotent.
+   */
+  close(): void;
+  /** `close()`, for `using`. */
+  [Symbol.dispose](): void;
+}
+
+/**
+ * Public ids that reveal nothing: a keyed, reversible permutation of the 63-bit id space, and a
+ * 16-character text form (key version, payload, checksum). Hides when, where and how many; it
+ * is not a capability, so never use it for authorisation.
+ *
+ * @example
+ * const codec = new PublicIds(1, Buffer.from('0123456789abcdef'));
+ * const text = codec.encodeText(id); // '1...' (16 characters)
+ * codec.decodeText(text) === id;
+ */
+export declare class PublicIds {
+  /** `version`: 0..=31 (`INVALID_KEY_VERSION` otherwise); `key`: 16 secret bytes. */
+  constructor(version: number, key: Uint8Array);
+  /** A new codec with these keys plus an older one, used only to decode texts made with it. */
+  withOldKey(version: number, key: Uint8Array): PublicIds;
+  /** The version of the current key. */
+  readonly currentVersion: number;
+  /** The public number of an id (below 2^63), under the current key. */
+  encode(id: bigint): bigint;
+  /** The id behind a public number (`INVALID_PUBLIC_ID` for a value outside 0..2^63). */
+  decode(publicId: bigint): bigint;
+  /** The text form: 16 characters of Crockford base32, upper case. */
+  encodeText(id: bigint): string;
+  /** The id behind a text form, case-insensitive; a typo throws `INVALID_PUBLIC_ID`, never a wrong id. */
+  decodeText(text: string): bigint;
 }
 
 /** Splits an id (a bigint, or a decimal string) into its parts. A `number` is refused: it loses precision above 2^53. */

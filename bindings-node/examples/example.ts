@@ -1,7 +1,7 @@
 // Type-checked by `tsc --noEmit -p examples/tsconfig.json` (make test-node): the shipped
 // index.d.ts must accept this program and refuse the lines marked @ts-expect-error.
-import { Generator, decode, encode, idRange, layouts, describeLayout } from 'clockflake';
-import type { ClockflakeError, GeneratorState, LayoutInfo, Parts } from 'clockflake';
+import { Generator, PublicIds, decode, encode, idRange, layouts, describeLayout } from 'clockflake';
+import type { ClockflakeError, GeneratorState, LayoutInfo, OpenOptions, Parts } from 'clockflake';
 
 const gen = new Generator({ workerId: 7, onRollback: 'clock-sequence', maxWaitMs: 5 });
 const id: bigint = gen.nextId();
@@ -31,6 +31,38 @@ try {
   console.log(code, retry);
 }
 
+// Leased worker ids, released at the end of the block.
+function leased(): bigint {
+  const options: OpenOptions = { layout: 'clockseq', maxHandoverWaitMs: 2000 };
+  using leasedGen = Generator.open('file:///var/lib/app/ids?app=orders', options);
+  const worker: number = leasedGen.workerId;
+  const active: boolean = leasedGen.isActive;
+  const where: string | null = leasedGen.coordinator;
+  console.log(worker, active, where);
+  return leasedGen.nextId();
+}
+const other = Generator.open('postgres://app@db:5432/ids?app=orders&ttl=10s');
+other.close();
+other[Symbol.dispose]();
+
+const codec = new PublicIds(2, Buffer.from('0123456789abcdef')).withOldKey(1, new Uint8Array(16));
+const pub: bigint = codec.encode(id);
+const back: bigint = codec.decode(pub);
+const pubText: string = codec.encodeText(id);
+const fromPub: bigint = codec.decodeText(pubText);
+const version: number = codec.currentVersion;
+
+// @ts-expect-error a leased generator takes no workerId
+Generator.open('file:///tmp/ids', { workerId: 1 });
+// @ts-expect-error nor a clock
+Generator.open('file:///tmp/ids', { clock: () => 0 });
+// @ts-expect-error the uri is a string
+Generator.open(new URL('file:///tmp/ids'));
+// @ts-expect-error a public id is a bigint, not a number
+codec.encode(5);
+// @ts-expect-error a key is bytes
+new PublicIds(1, 'secret');
+
 // @ts-expect-error a number is not an id: it loses precision above 2^53
 decode(123);
 // @ts-expect-error workerId is required
@@ -44,4 +76,4 @@ new Generator({ workerId: 1, workerID: 2 });
 // @ts-expect-error resume takes no workerId
 Generator.resume(state, { workerId: 3 });
 
-console.log(id, when, ms, batch, at, fromText, resumed, low, high, again, maxId, testGen);
+console.log(leased, pub, back, fromPub, version, id, when, ms, batch, at, fromText, resumed, low, high, again, maxId, testGen);
