@@ -2,7 +2,9 @@
 #   make setup-node   node + npm dev dependencies (npm ci, only when missing or stale)
 #   make build-node   release build of the native module (+ generated loader binding.js)
 #   make lint-node    rustfmt + clippy of the native crate
-#   make test-node    lint-node, then node --test: vectors, API, errors, bad inputs, 1M ids, rollbacks, threads, tsc, npm pack
+#   make test-node    lint-node, then node --test: vectors (ids and public ids), API, errors, bad inputs,
+#                     1M ids, rollbacks, threads, leases (file://, cluster, worker_threads, PostgreSQL),
+#                     PublicIds, tsc, npm pack
 #   make demo-node    prints a few ids with their decoded fields
 #   make bench-node   benchmark against npm peers (installed into bench/ only here)
 NODE_DIR := $(ROOT)/bindings-node
@@ -25,7 +27,13 @@ lint-node: setup-rust
 	$(CARGO) fmt -p clockflake-node --check
 	$(CARGO) clippy -p clockflake-node --no-deps -- -D warnings
 
+# The PostgreSQL lease tests need a server: a throwaway one in a temp dir (PostgreSQL 15 from apt
+# if missing, as test-lease does), stopped afterwards whatever happens.
 test-node: build-node lint-node
+	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-node-pg.XXXXXX); \
+	trap '$(ROOT)/scripts/postgres.sh stop' EXIT; \
+	$(ROOT)/scripts/postgres.sh start; \
+	export CLOCKFLAKE_PG_URL=$$($(ROOT)/scripts/postgres.sh url) CLOCKFLAKE_PG_REQUIRED=1; \
 	cd $(NODE_DIR) && node --test --test-concurrency=2 test/
 
 demo-node: build-node
