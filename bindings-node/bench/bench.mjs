@@ -7,9 +7,13 @@
 //   raw         ns per call in bursts of 1,000 calls started just after the ms changes (median of 300)
 //   decode      ns per decode of one of 1,000 fresh ids (median of 300 passes)
 //   nextIds     clockflake only: ns per id of nextIds(1000) started just after a tick (median of 300)
+//   public ids  clockflake only: ns per PublicIds encode / decode / encodeText / decodeText
+// 'clockflake (leased, file://)' is Generator.open on a temporary directory: one native call per
+// id, each checked against the lease (no JavaScript buffer of ids).
 // Every figure reported is the median over the runs; ratios compare medians.
 import { createRequire } from 'node:module';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
 
@@ -27,6 +31,13 @@ const writeTarget = args.includes('--write-benchmarks') ? args[args.indexOf('--w
 const CAP = 4_096_000;
 const EPOCH = 1_704_067_200_000;
 
+const leaseDir = mkdtempSync(join(os.tmpdir(), 'clockflake-bench-lease-'));
+const leased = clockflake.Generator.open(`file://${leaseDir}?app=bench`);
+process.on('exit', () => {
+  leased.close();
+  rmSync(leaseDir, { recursive: true, force: true });
+});
+
 function implementations() {
   const gen = new clockflake.Generator({ workerId: 7 });
   const sapphire = new SapphireSnowflake(EPOCH);
@@ -38,6 +49,12 @@ function implementations() {
       next: () => gen.nextId(),
       decode: (id) => clockflake.decode(id),
       batch: (n) => gen.nextIds(n),
+    },
+    {
+      name: 'clockflake (leased, file://)',
+      next: () => leased.nextId(),
+      decode: (id) => clockflake.decode(id),
+      batch: (n) => leased.nextIds(n),
     },
     { name: '@sapphire/snowflake', next: () => sapphire.generate(), decode: (id) => sapphire.deconstruct(id) },
     { name: 'snowflakify', next: () => snowflakify.nextId(), decode: (id) => snowflakify.destructure(id) },
@@ -145,6 +162,29 @@ const results = new Map(); // name -> { rate: [], duplicates: [], raw: [], decod
 const impls = implementations();
 for (const impl of impls) results.set(impl.name, { rate: [], duplicates: [], dupShare: [], cpuShare: [], raw: [], first: [], decode: [], batch: [] });
 const dateNow = [];
+const codec = new clockflake.PublicIds(1, Buffer.from('clockflake-bench'));
+const publicCost = { encode: [], decode: [], encodeText: [], decodeText: [] };
+
+function publicIdCosts(passes = 300) {
+  const ids = new clockflake.Generator({ workerId: 9 }).nextIds(1000);
+  const pubs = Array.from(ids, (id) => codec.encode(id));
+  const texts = Array.from(ids, (id) => codec.encodeText(id));
+  const per = (fn) => {
+    const samples = [];
+    for (let p = 0; p < passes; p++) {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < 1000; i++) sink = fn(i);
+      samples.push(Number(process.hrtime.bigint() - t0) / 1000);
+    }
+    return median(samples);
+  };
+  return {
+    encode: per((i) => codec.encode(ids[i])),
+    decode: per((i) => codec.decode(pubs[i])),
+    encodeText: per((i) => codec.encodeText(ids[i])),
+    decodeText: per((i) => codec.decodeText(texts[i])),
+  };
+}
 
 // Warm-up: every path once, so that the first run measures optimised code.
 for (const impl of impls) {
@@ -153,6 +193,7 @@ for (const impl of impls) {
   decodeCost(impl, 20);
   if (impl.batch) batchCost(impl, 20);
 }
+publicIdCosts(20);
 
 for (let run = 0; run < RUNS; run++) {
   dateNow.push(burst(() => Date.now()));
@@ -168,6 +209,8 @@ for (let run = 0; run < RUNS; run++) {
     r.decode.push(decodeCost(impl));
     if (impl.batch) r.batch.push(batchCost(impl));
   }
+  const p = publicIdCosts();
+  for (const key of Object.keys(publicCost)) publicCost[key].push(p[key]);
   process.stderr.write(`run ${run + 1}/${RUNS} done\n`);
 }
 
@@ -187,9 +230,13 @@ for (const [name, r] of results) {
   );
 }
 const batch = median(ours.batch);
+const lease = results.get('clockflake (leased, file://)');
+const leaseRaw = median(lease.raw);
 const summary = [
   `- clockflake \`nextIds(1000)\` just after a tick: **${fmt(batch, 2)} ns per id** (${fmt((batch / ourRaw) * 100, 0)}% of one \`nextId()\` call).`,
   `- \`Date.now()\` alone, same bursts: ${fmt(median(dateNow))} ns per call; clockflake's \`nextId()\` costs ${fmt(ourRaw - median(dateNow))} ns on top of it.`,
+  `- clockflake leased (\`Generator.open('file://...')\`): raw ${fmt(leaseRaw)} ns per \`nextId()\` against ${fmt(ourRaw)} ns static (+${fmt(leaseRaw - ourRaw)} ns: one native call per id, each checked against the lease deadline and reservation); first call of a ms ${fmt(median(lease.first), 0)} ns against ${fmt(median(ours.first), 0)} ns; \`nextIds(1000)\` ${fmt(median(lease.batch), 2)} ns per id; sustained ${fmt((100 * median(lease.rate)) / CAP, 2)}% of the cap, duplicates in every run: ${lease.duplicates.join(', ')}.`,
+  `- \`PublicIds\` (native calls): encode ${fmt(median(publicCost.encode))} ns, decode ${fmt(median(publicCost.decode))} ns, encodeText ${fmt(median(publicCost.encodeText))} ns, decodeText ${fmt(median(publicCost.decodeText))} ns per id.`,
   `- clockflake sustained per run: ${ours.rate.map((r, i) => `${fmt((100 * r) / CAP, 2)}% (CPU ${fmt(100 * ours.cpuShare[i], 0)}%)`).join(', ')}; duplicates in every run: ${ours.duplicates.join(', ')}.`,
 ];
 const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
