@@ -5,6 +5,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { Generator, decode } from '../index.mjs';
 
 function tempDir() {
@@ -208,4 +211,43 @@ test('open: a postgres:// coordinator that is not there: COORDINATOR_UNAVAILABLE
     'COORDINATOR_UNAVAILABLE',
   );
   assert.doesNotMatch(error.message, /secret/);
+});
+
+test('a leased generator left open is released when its thread ends, or when it is garbage-collected', async () => {
+  const dir = tempDir();
+  try {
+    const uri = `file://${dir}?app=left-open`;
+    const indexUrl = new URL('../index.mjs', import.meta.url).href;
+    const code = `
+      const { parentPort, workerData } = require('node:worker_threads');
+      import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
+        const gen = Generator.open(workerData);
+        gen.nextId();
+        parentPort.postMessage(gen.workerId); // and exit without close()
+      });
+    `;
+    const inThread = await new Promise((resolve, reject) => {
+      let got;
+      const worker = new Worker(code, { eval: true, workerData: uri });
+      worker.on('message', (m) => (got = m));
+      worker.on('error', reject);
+      worker.on('exit', () => resolve(got));
+    });
+    assert.equal(inThread, 0);
+    const after = Generator.open(uri);
+    assert.equal(after.workerId, 0, 'worker id 0 is free again once the thread ended');
+    after.close();
+
+    const indexPath = fileURLToPath(new URL('../index.js', import.meta.url));
+    const script = `
+      const { Generator } = require(${JSON.stringify(indexPath)});
+      (() => { Generator.open(process.argv[1]).nextId(); })();
+      global.gc();
+      setTimeout(() => { global.gc(); console.log(Generator.open(process.argv[1]).workerId); }, 20);
+    `;
+    const out = execFileSync(process.execPath, ['--expose-gc', '-e', script, uri], { encoding: 'utf8' });
+    assert.equal(out.trim(), '0', 'worker id 0 is free again once the generator was collected');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
