@@ -251,3 +251,24 @@ test('a leased generator left open is released when its thread ends, or when it 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('leased nextIdAt: a full tick refuses with SEQUENCE_EXHAUSTED and the retry time; the clock going back moves to another clock sequence', () => {
+  const dir = tempDir();
+  try {
+    const gen = Generator.open(`file://${dir}?app=explicit`);
+    const t = Date.now() + 5;
+    const ids = Array.from({ length: 4096 }, () => gen.nextIdAt(t));
+    assert.equal(new Set(ids).size, 4096);
+    const full = throwsCoded(() => gen.nextIdAt(t), 'SEQUENCE_EXHAUSTED');
+    assert.equal(full.retryAtMs, t + 1);
+    const next = gen.nextIdAt(t + 1);
+    assert.ok(next > ids[4095]);
+    // Back by 3 ms: another clock sequence (persisted before the id is returned), never a repeat.
+    const back = gen.nextIdAt(t - 3);
+    assert.notEqual(decode(back).clockSeq, decode(next).clockSeq);
+    assert.ok(!ids.includes(back));
+    gen.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
