@@ -60,4 +60,3 @@ impl<F: Fn() -> u64> Clock for F {
         self()
     }
 }
-
