@@ -214,6 +214,28 @@ test('the shared vectors pass inside the page', async () => {
   console.log(`# ${result.count} shared vector cases passed in Chromium`);
 });
 
+test('the shared public-id vectors pass inside the page', async () => {
+  const result = await page.evaluate(async () => {
+    const harness = await import('/harness/vectors.mjs');
+    const names = await (await fetch('/vectors/public/index.json')).json();
+    const files = await Promise.all(names.map(async (name) => [name, await (await fetch(`/vectors/public/${name}`)).json()]));
+    const failures = [];
+    let count = 0;
+    for (const [, , testCase] of harness.allCases(files)) {
+      count++;
+      try {
+        harness.runPublicCase(window.clockflake, testCase);
+      } catch (error) {
+        failures.push(String(error.message));
+      }
+    }
+    return { count, failures };
+  });
+  assert.deepEqual(result.failures, []);
+  assert.ok(result.count >= 40, `only ${result.count} cases`);
+  console.log(`# ${result.count} public-id vector cases passed in Chromium`);
+});
+
 test('screenshot, no outside requests, no page errors', async () => {
   await page.selectOption('#layout', 'clockseq');
   await page.fill('#count', '4');
