@@ -23,7 +23,7 @@ use wasm_bindgen::prelude::*;
 mod describe;
 
 /// A small free-list allocator (merges neighbours on free) instead of std's dlmalloc: the same
-/// job in about 1 KiB of code instead of 8.5 KiB, which keeps the `.wasm` with the public-id
+/// job in about 1 KiB of code instead of 8.3 KiB, which keeps the `.wasm` with the public-id
 /// codec well under the 32 KiB budget (25,440 bytes; with dlmalloc 32,965). Hot paths
 /// (`decode`, `nextId`, `nextIds`, the codec) never allocate; only strings passed in and out,
 /// and the handle tables, do. The spin lock is uncontended: a wasm instance is single-threaded.
