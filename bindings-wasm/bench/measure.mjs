@@ -6,6 +6,8 @@
 //   raw         ns per nextId() in bursts of 1000 started right after the clock ticks over
 //               (median of bursts: the cost of an id when the sequence is not the limit)
 //   sustained   ids per second from nextId() in a tight loop for 1 s (median of runs)
+//   public*     ns per PublicIds call over a ring of 1024 ids / texts (median of runs), next to
+//               the peer hashids (encode/decode of the same bigint ids), when it is given
 
 const clock = () => performance.now();
 
@@ -65,7 +67,7 @@ function sustained(next, seconds, runs) {
   return median(rates);
 }
 
-export function measureAll({ api, Snowflake, quick = false }) {
+export function measureAll({ api, Snowflake, Hashids, quick = false }) {
   const runs = quick ? 5 : 15;
   const results = {};
 
@@ -95,6 +97,23 @@ export function measureAll({ api, Snowflake, quick = false }) {
   results.sustained = sustained(() => flatOut.nextId(), seconds, quick ? 3 : 5);
   const flatPeer = new Snowflake({ instance_id: 9, custom_epoch: 1_704_067_200_000 });
   results.peerSustained = sustained(() => flatPeer.getUniqueID(), seconds, quick ? 3 : 5);
+
+  // Public ids: numbers and text forms of the same real ids, and the peer hashids on them.
+  const codec = new api.PublicIds(1, new TextEncoder().encode('clockflake-key-1'));
+  const publicNumbers = ours.map((id) => codec.encode(id));
+  const publicTexts = ours.map((id) => codec.encodeText(id));
+  const calls = 200_000;
+  results.publicEncode = perCall((i) => (codec.encode(ours[i & 1023]) === 0n ? 1 : 0), calls, runs);
+  results.publicDecode = perCall((i) => (codec.decode(publicNumbers[i & 1023]) === 0n ? 1 : 0), calls, runs);
+  results.publicEncodeText = perCall((i) => codec.encodeText(ours[i & 1023]).length, calls, runs);
+  results.publicDecodeText = perCall((i) => (codec.decodeText(publicTexts[i & 1023]) === 0n ? 1 : 0), calls, runs);
+  if (Hashids !== undefined) {
+    const hashids = new Hashids('clockflake-key-1');
+    const hashes = ours.map((id) => hashids.encode(id));
+    if (hashids.decode(hashes[5])[0] !== ours[5]) throw new Error('hashids does not round-trip bigints');
+    results.peerEncodeText = perCall((i) => hashids.encode(ours[i & 1023]).length, calls / 4, runs);
+    results.peerDecodeText = perCall((i) => (hashids.decode(hashes[i & 1023])[0] === 0n ? 1 : 0), calls / 4, runs);
+  }
 
   // For reference: the cost of the clock read every nextId() makes.
   results.dateNow = perCall(() => Date.now() & 1, 1_000_000, runs);

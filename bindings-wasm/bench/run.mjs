@@ -13,6 +13,7 @@ import { join } from 'node:path';
 
 const quick = process.argv.includes('--quick');
 const { Snowflake } = createRequire(import.meta.url)('nodejs-snowflake');
+const { default: Hashids } = await import('hashids');
 const CAP = 4_096_000;
 
 function report(where, r) {
@@ -24,12 +25,15 @@ function report(where, r) {
   console.log(`nextId() raw      ${f(r.raw)}  (peer getUniqueID: ${f(r.peerRaw)}; ratio ${(r.peerRaw / r.raw).toFixed(2)}x; budget 60 ns)`);
   console.log(`nextId() sustained ${rate(r.sustained)} = ${((100 * r.sustained) / CAP).toFixed(2)}% of 4,096,000 (peer: ${rate(r.peerSustained)}; ratio ${(r.sustained / r.peerSustained).toFixed(2)}x)`);
   console.log(`Date.now()        ${f(r.dateNow)} (reference: every nextId() reads it)`);
+  console.log(`PublicIds encode()      ${f(r.publicEncode)}   decode()     ${f(r.publicDecode)}  (bigint -> bigint)`);
+  console.log(`PublicIds encodeText()  ${f(r.publicEncodeText)}  (peer hashids.encode: ${f(r.peerEncodeText)}; ratio ${(r.peerEncodeText / r.publicEncodeText).toFixed(2)}x)`);
+  console.log(`PublicIds decodeText()  ${f(r.publicDecodeText)}  (peer hashids.decode: ${f(r.peerDecodeText)}; ratio ${(r.peerDecodeText / r.publicDecodeText).toFixed(2)}x)`);
 }
 
 const wasmBytes = statSync(new URL('../pkg/web/clockflake_wasm_bg.wasm', import.meta.url)).size;
 console.log(`clockflake_wasm_bg.wasm: ${wasmBytes} bytes (${(wasmBytes / 1024).toFixed(1)} KiB of the 32 KiB budget)`);
 console.log(`node ${process.version}`);
-report('Node', measureAll({ api, Snowflake, quick }));
+report('Node', measureAll({ api, Snowflake, Hashids, quick }));
 
 const { server, url } = await startServer(0);
 const userDataDir = mkdtempSync(join(tmpdir(), 'clockflake-bench-'));

@@ -24,4 +24,5 @@ async function loadPeer() {
 const quick = new URL(import.meta.url).searchParams.has('quick');
 await init();
 const Snowflake = await loadPeer();
-postMessage({ crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent, ...measureAll({ api, Snowflake, quick }) });
+const { default: Hashids } = await import('/bench/node_modules/hashids/esm/hashids.js');
+postMessage({ crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent, ...measureAll({ api, Snowflake, Hashids, quick }) });

@@ -5,7 +5,7 @@
 #[path = "../src/describe.rs"]
 mod describe;
 
-use clockflake::{Error, Field, InvalidId, LayoutProblem, StateProblem};
+use clockflake::{Error, Field, InvalidId, LayoutProblem, PublicIdProblem, StateProblem};
 
 fn main() {
     let big = 9_223_372_036_854_775_808u64;
@@ -92,6 +92,13 @@ fn main() {
         Error::WorkerIdInvalidated,
         Error::LeaseLost,
         Error::WorkerPoolExhausted { workers: 128 },
+        Error::InvalidPublicId(PublicIdProblem::WrongLength { found: 0 }),
+        Error::InvalidPublicId(PublicIdProblem::WrongLength { found: 17 }),
+        Error::InvalidPublicId(PublicIdProblem::ChecksumMismatch),
+        Error::InvalidPublicId(PublicIdProblem::OutOfRange),
+        Error::UnknownKeyVersion { version: 5 },
+        Error::InvalidKeyVersion { version: 32 },
+        Error::InvalidKeyVersion { version: 255 },
     ];
     for field in [
         Field::Timestamp,
@@ -114,6 +121,10 @@ fn main() {
     .enumerate()
     {
         samples.push(Error::InvalidId(InvalidId::NotADigit { found, at }));
+        samples.push(Error::InvalidPublicId(PublicIdProblem::BadCharacter {
+            found,
+            at: at + 3,
+        }));
     }
     for error in samples {
         let (kind, fields) = describe::describe(&error);

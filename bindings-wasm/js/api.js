@@ -20,7 +20,7 @@ let raw = new Proxy(
 );
 let memory;
 let scratch64Ptr, scratch32Ptr, idBufferPtr, idBufferLen;
-let f64, u64, u32, idBuffer;
+let f64, u64, u32, u8, idBuffer;
 
 const U64_MAX = (1n << 64n) - 1n;
 const FIELD_NAMES = ['timestamp', 'clock_seq', 'worker', 'sequence'];
@@ -51,6 +51,7 @@ function views() {
   f64 = new Float64Array(buffer, scratch64Ptr, 32);
   u64 = new BigUint64Array(buffer, scratch64Ptr, 32);
   u32 = new Uint32Array(buffer, scratch32Ptr, 32);
+  u8 = new Uint8Array(buffer, scratch64Ptr, 16);
   idBuffer = new BigUint64Array(buffer, idBufferPtr, idBufferLen);
 }
 
@@ -469,4 +470,127 @@ function parseFingerprint(value) {
     throw coded(RangeError, 'INVALID_STATE', `state.layoutFingerprint: expected an integer in 0..2^64, found ${fingerprint}`);
   }
   return fingerprint;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public ids
+
+const TWO_63 = 1n << 63n;
+const PUB_ENCODE = 0;
+const PUB_DECODE = 1;
+const PUB_ENCODE_TEXT = 2;
+const PUB_DECODE_ASCII = 3;
+const freeingCodecs = new FinalizationRegistry((handle) => raw.pub_free(handle));
+const NEW_CODEC = Symbol('codec');
+
+/** A key version: a number in 0..=255 goes to core (which takes 0..=31); anything else is refused here. */
+function keyVersion(value) {
+  if (typeof value !== 'number') throw typeError('key version', 'a number in 0..=31', value);
+  if (!Number.isInteger(value) || value < 0 || value > 255) {
+    throw coded(RangeError, 'INVALID_KEY_VERSION', `invalid key version: expected 0..=31 and not already in the key ring, found ${value}`);
+  }
+  return value;
+}
+
+/** Copies a 16-byte key into the scratch area (never kept on the JS side). */
+function writeKey(key) {
+  if (Object.prototype.toString.call(key) !== '[object Uint8Array]' || key.length !== 16) {
+    const found = Object.prototype.toString.call(key) === '[object Uint8Array]' ? `a Uint8Array of ${key.length} bytes` : show(key);
+    throw coded(TypeError, 'INVALID_ARG_TYPE', `key: expected a Uint8Array of 16 bytes, found ${found}`);
+  }
+  fresh();
+  u8.set(key);
+}
+
+/**
+ * Keyed, reversible public ids (core's `PublicIds`): `encode(id)` maps a raw id to a number
+ * that looks random, `encodeText(id)` to 16 URL-safe characters with a key version and a check;
+ * `decode` / `decodeText` map back. It hides ids; it does not authenticate anything.
+ */
+export class PublicIds {
+  #handle;
+  #version;
+
+  /** A codec whose current key (16 bytes) is tagged `version` (0..=31) in the text form. */
+  constructor(version, key) {
+    let handle;
+    if (version === NEW_CODEC) {
+      [handle, version] = key;
+    } else {
+      version = keyVersion(version);
+      writeKey(key);
+      handle = raw.pub_new(-1, version);
+      if (handle < 0) throw takeError();
+    }
+    this.#handle = handle;
+    this.#version = version;
+    freeingCodecs.register(this, handle);
+  }
+
+  /** A new codec with these keys plus an older key, used only to decode text forms tagged `version`. */
+  withOldKey(version, key) {
+    const v = keyVersion(version);
+    writeKey(key);
+    const handle = raw.pub_new(this.#handle, v);
+    if (handle < 0) throw takeError();
+    return new PublicIds(NEW_CODEC, [handle, this.#version]);
+  }
+
+  /** The version of the current key. */
+  get currentVersion() {
+    return this.#version;
+  }
+
+  /** The public number (bigint below 2^63) of an id, under the current key. */
+  encode(id) {
+    return this.#call(PUB_ENCODE, checkId(id));
+  }
+
+  /** The id behind a public number, under the current key. */
+  decode(publicId) {
+    if (typeof publicId !== 'bigint') throw typeError('public id', 'a bigint', publicId);
+    // Out of 0..2^64: core's refusal for a value above 2^63 (INVALID_PUBLIC_ID), never a wrap.
+    return this.#call(PUB_DECODE, publicId >= 0n && publicId < TWO_63 ? publicId : TWO_63);
+  }
+
+  /** The 16-character text form of an id (upper case), under the current key. */
+  encodeText(id) {
+    this.#call(PUB_ENCODE_TEXT, checkId(id));
+    const b = u8;
+    return String.fromCharCode(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  }
+
+  /** The id behind a text form (case-insensitive); its version character picks the key. */
+  decodeText(text) {
+    if (typeof text !== 'string') throw typeError('public id text', 'a string', text);
+    if (text.length === 16) {
+      fresh();
+      const b = u8;
+      let ascii = true;
+      for (let i = 0; i < 16; i++) {
+        const c = text.charCodeAt(i);
+        if (c > 127) ascii = false;
+        b[i] = c;
+      }
+      if (ascii) return this.#call(PUB_DECODE_ASCII, 0n);
+    }
+    const id = raw.pub_decode_text(this.#handle, text);
+    if (id < 0n) throw takeError();
+    return id;
+  }
+
+  #call(op, value) {
+    const out = raw.pub_call(this.#handle, op, value);
+    if (out < 0n) throw takeError();
+    fresh();
+    return out;
+  }
+}
+
+/** An id for the codec: a bigint; one outside 0..2^64 gets core's parser's refusal (INVALID_ID). */
+function checkId(id) {
+  if (typeof id !== 'bigint') throw typeError('id', 'a bigint', id);
+  if (id >= 0n && id <= U64_MAX) return id;
+  raw.decode_text(0, String(id));
+  throw takeError();
 }

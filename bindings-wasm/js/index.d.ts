@@ -84,7 +84,8 @@ export type ErrorCode =
   | 'TIMESTAMP_OUT_OF_RANGE' | 'CLOCK_SEQ_OUT_OF_RANGE' | 'SEQUENCE_OUT_OF_RANGE' | 'INVALID_RANGE'
   | 'EPOCH_IN_FUTURE' | 'TIMESTAMP_EXHAUSTED' | 'SEQUENCE_EXHAUSTED' | 'CLOCK_MOVED_BACKWARDS'
   | 'CLOCK_SEQUENCE_EXHAUSTED' | 'INVALID_STATE' | 'CLOCK_NOT_ADVANCING' | 'WORKER_ID_INVALIDATED'
-  | 'LEASE_LOST' | 'WORKER_POOL_EXHAUSTED' | 'INVALID_ARG_TYPE' | 'NOT_INITIALIZED';
+  | 'LEASE_LOST' | 'WORKER_POOL_EXHAUSTED' | 'INVALID_PUBLIC_ID' | 'UNKNOWN_KEY_VERSION'
+  | 'INVALID_KEY_VERSION' | 'INVALID_ARG_TYPE' | 'NOT_INITIALIZED';
 
 /**
  * Every refusal from the core. Arguments of the wrong kind throw a `TypeError`, and numbers
@@ -137,4 +138,34 @@ export class Generator {
   state(): GeneratorState;
   /** Releases the generator now rather than at garbage collection. */
   free(): void;
+}
+
+/**
+ * Public ids that reveal nothing (core's `PublicIds`): a keyed, reversible permutation of the
+ * 63-bit id space, and a 16-character text form (Crockford base32: key version, payload, check).
+ * Keep raw ids as keys and show these outside. It hides ids; it is not a capability: anyone can
+ * submit any value and get some id back, so never use it for authorisation.
+ *
+ * Refusals are `ClockflakeError`s: `INVALID_ID` (an id of 2^63 or more, or outside 0..2^64),
+ * `INVALID_PUBLIC_ID` (a mistyped or swapped character, a wrong length, a value of 2^63 or
+ * more), `UNKNOWN_KEY_VERSION` (text made with a key this codec does not hold),
+ * `INVALID_KEY_VERSION` (above 31, or twice in the key ring). A `number` id or a key that is not
+ * a 16-byte `Uint8Array` is a TypeError (`INVALID_ARG_TYPE`); a version that is not an integer
+ * in 0..=255 a RangeError (`INVALID_KEY_VERSION`).
+ */
+export class PublicIds {
+  /** A codec whose current key (16 secret bytes) is tagged `version` (0..=31) in the text form. */
+  constructor(version: number, key: Uint8Array);
+  /** A new codec with these keys plus an older key, used only to decode text forms tagged `version` (after a key rotation). This codec is unchanged. */
+  withOldKey(version: number, key: Uint8Array): PublicIds;
+  /** The version of the current key. */
+  readonly currentVersion: number;
+  /** The public number of an id (below 2^63), under the current key. Carries no key version and no check: prefer `encodeText`. */
+  encode(id: bigint): bigint;
+  /** The id behind a public number, under the current key. */
+  decode(publicId: bigint): bigint;
+  /** The 16-character text form of an id, upper case, under the current key. */
+  encodeText(id: bigint): string;
+  /** The id behind a text form (case-insensitive; O reads as 0, I and L as 1); its version character picks the key. */
+  decodeText(text: string): bigint;
 }

@@ -4,7 +4,7 @@
 import initWasm, * as glue from './clockflake_wasm.js';
 import { __bind } from './api.js';
 
-export { ClockflakeError, Generator, decode, describeLayout, encode, idRange, layouts } from './api.js';
+export { ClockflakeError, Generator, PublicIds, decode, describeLayout, encode, idRange, layouts } from './api.js';
 
 let ready;
 

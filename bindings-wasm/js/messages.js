@@ -51,6 +51,16 @@ function stateProblem(kind, [a, b]) {
   }
 }
 
+function publicIdProblem(kind, [a, b]) {
+  switch (kind) {
+    case 0: return `expected 16 characters, found ${a}`;
+    case 1: return `expected a Crockford base32 character (0-9, A-Z without I L O U), found ${debugChar(Number(a))} at byte ${b}`;
+    case 2: return 'the check characters do not match: a character was mistyped or two were swapped';
+    case 3: return 'expected a value below 2^63';
+    default: return 'invalid public id';
+  }
+}
+
 const retry = (at) => (at === NONE ? '; the wait would exceed max_wait_ms' : `; retry at ${at} Unix ms`);
 
 /**
@@ -85,6 +95,10 @@ export function formatMessage(code, kind, f) {
       return "worker id invalidated: this generator's worker id belongs to another process (after a fork); give it a new worker id";
     case 'LEASE_LOST': return 'lease lost: the worker-id lease expired without renewal; another holder may have the worker id now';
     case 'WORKER_POOL_EXHAUSTED': return `worker pool exhausted: all ${a} worker ids of the layout are leased`;
+    case 'INVALID_PUBLIC_ID': return `invalid public id: ${publicIdProblem(kind, f)}`;
+    case 'UNKNOWN_KEY_VERSION':
+      return `unknown key version: the public id was made with key version ${a}, which this codec does not hold`;
+    case 'INVALID_KEY_VERSION': return `invalid key version: expected 0..=31 and not already in the key ring, found ${a}`;
     default: return code.toLowerCase().replaceAll('_', ' ');
   }
 }

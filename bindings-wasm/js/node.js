@@ -3,7 +3,7 @@
 import { createRequire } from 'node:module';
 import { __bind } from './api.js';
 
-export { ClockflakeError, Generator, decode, describeLayout, encode, idRange, layouts } from './api.js';
+export { ClockflakeError, Generator, PublicIds, decode, describeLayout, encode, idRange, layouts } from './api.js';
 
 __bind(createRequire(import.meta.url)('./clockflake_wasm.cjs'));
 

@@ -4,11 +4,11 @@
 //! `examples/messages.rs` prints core's own messages for every kind, and the Node tests check
 //! the JS rebuild against them.
 //!
-//! Kinds: 0 for variants without a sub-kind; `InvalidId` 0..=5, `InvalidLayout` 0..=8 and
-//! `InvalidState` 0..=2 in declaration order; 255 for a variant this crate does not know
+//! Kinds: 0 for variants without a sub-kind; `InvalidId` 0..=5, `InvalidLayout` 0..=8,
+//! `InvalidState` 0..=2 and `InvalidPublicId` 0..=3 in declaration order; 255 for a variant this crate does not know
 //! (the message then falls back to the code). An absent `retry_at_ms` is `u64::MAX`.
 
-use clockflake::{Error, InvalidId, LayoutProblem, StateProblem};
+use clockflake::{Error, InvalidId, LayoutProblem, PublicIdProblem, StateProblem};
 
 /// Sentinel for a `None` field.
 pub const NONE: u64 = u64::MAX;
@@ -76,6 +76,15 @@ pub fn describe(error: &Error) -> (u32, [u64; 4]) {
             now_ms,
         } => (0, [waiting_for_ms, now_ms, 0, 0]),
         Error::WorkerPoolExhausted { workers } => (0, [workers, 0, 0, 0]),
+        Error::InvalidPublicId(problem) => match problem {
+            PublicIdProblem::WrongLength { found } => (0, [found as u64, 0, 0, 0]),
+            PublicIdProblem::BadCharacter { found, at } => (1, [u64::from(found), at as u64, 0, 0]),
+            PublicIdProblem::ChecksumMismatch => (2, [0; 4]),
+            PublicIdProblem::OutOfRange => (3, [0; 4]),
+        },
+        Error::UnknownKeyVersion { version } | Error::InvalidKeyVersion { version } => {
+            (0, [u64::from(version), 0, 0, 0])
+        }
         _ => (255, [0; 4]),
     }
 }

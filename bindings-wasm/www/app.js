@@ -47,6 +47,42 @@ function chosenLayout() {
   return { fields, unitMs: Number($('custom-unit').value), epochMs };
 }
 
+/** A public-id codec from the key fields, or null when no key is given; throws on a bad key. */
+export function chosenCodec(keyText, versionText) {
+  const hex = keyText.trim();
+  if (hex === '') return null;
+  if (!/^[0-9a-fA-F]{32}$/.test(hex)) {
+    const error = new Error(`expected 32 hex digits (16 bytes), found ${hex.length} characters`);
+    error.code = 'INVALID_ARG_TYPE';
+    throw error;
+  }
+  const key = Uint8Array.from({ length: 16 }, (_, i) => parseInt(hex.slice(2 * i, 2 * i + 2), 16));
+  return new clockflake.PublicIds(Number(versionText), key);
+}
+
+/** A line is a public id when a key is set and it has 16 characters, not all digits. */
+const isPublicText = (line) => line.length === 16 && !/^[0-9]+$/.test(line);
+
+let codecCache = { key: null, codec: null };
+
+/** The codec for the current key fields (made once per key); sets #public-error. */
+function currentCodec() {
+  const keyText = $('public-key').value;
+  const versionText = $('public-version').value;
+  const cacheKey = `${versionText}|${keyText}`;
+  if (codecCache.key !== cacheKey) {
+    let codec = null;
+    $('public-error').textContent = '';
+    try {
+      codec = chosenCodec(keyText, versionText);
+    } catch (error) {
+      $('public-error').textContent = `${error.code ?? 'ERROR'}: ${error.message}`;
+    }
+    codecCache = { key: cacheKey, codec };
+  }
+  return codecCache.codec;
+}
+
 function cell(row, col, text, className) {
   const td = document.createElement('td');
   td.dataset.col = col;
@@ -72,6 +108,7 @@ function render() {
     $('status').textContent = 'fix the layout to decode';
     return;
   }
+  const codec = currentCodec();
   const now = Date.now();
   const rows = [];
   let invalid = 0;
@@ -81,7 +118,9 @@ function render() {
     cell(row, 'n', String(i + 1), 'num');
     cell(row, 'id', line);
     try {
-      const parts = clockflake.decode(line, layout);
+      const raw = codec !== null && isPublicText(line) ? codec.decodeText(line) : null;
+      const parts = clockflake.decode(raw ?? line, layout);
+      cell(row, 'raw-id', raw === null ? '' : String(raw), 'mono');
       const date = new Date(parts.timestampMs);
       cell(row, 'utc', formatTime(date, true), 'mono');
       cell(row, 'local', formatTime(date, false), 'mono');
@@ -93,7 +132,7 @@ function render() {
       invalid++;
       row.className = 'invalid';
       const td = cell(row, 'error', '', 'error');
-      td.colSpan = 6;
+      td.colSpan = 7;
       const code = document.createElement('code');
       code.textContent = error.code ?? 'ERROR';
       td.append(code, error.message);
@@ -137,7 +176,7 @@ $('layout').addEventListener('change', () => {
   $('custom').classList.toggle('hidden', $('layout').value !== 'custom');
   render();
 });
-for (const id of ['ids', 'custom-fields', 'custom-unit', 'custom-epoch']) $(id).addEventListener('input', render);
+for (const id of ['ids', 'custom-fields', 'custom-unit', 'custom-epoch', 'public-key', 'public-version']) $(id).addEventListener('input', render);
 $('generate').addEventListener('click', generate);
 $('clear').addEventListener('click', () => {
   $('ids').value = '';

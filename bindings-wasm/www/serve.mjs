@@ -33,8 +33,10 @@ async function respond(request, response) {
   const url = new URL(request.url, 'http://localhost');
   let path = decodeURIComponent(url.pathname);
   if (path === '/') path = '/index.html';
-  if (path === '/vectors/index.json') {
-    const names = (await readdir(join(ROOT, 'tests', 'vectors'))).filter((f) => f.endsWith('.json')).sort();
+  // The vector files of a folder (tests/vectors/ or one of its subfolders such as public/).
+  const listing = /^\/vectors\/(?:([a-z0-9_-]+)\/)?index\.json$/.exec(path);
+  if (listing) {
+    const names = (await readdir(join(ROOT, 'tests', 'vectors', listing[1] ?? ''))).filter((f) => f.endsWith('.json')).sort();
     response.writeHead(200, { 'content-type': TYPES['.json'], 'cache-control': 'no-store' });
     return response.end(JSON.stringify(names));
   }

@@ -60,8 +60,3 @@ impl<F: Fn() -> u64> Clock for F {
         self()
     }
 }
-
-// The README's Rust examples run as doctests, so they stay true.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;

@@ -60,3 +60,9 @@ pub fn open(
     let target = uri::connect(uri)?;
     LeasedGenerator::start(target.coordinator, layout, options, target.reserve)
 }
+
+// Every Rust example of the README (core and leases) runs as a doctest here, the one crate
+// that sees both `clockflake` and `clockflake_lease`, so the README stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

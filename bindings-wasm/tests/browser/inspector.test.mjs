@@ -192,6 +192,48 @@ test('ages keep moving after the table is drawn', async () => {
   await page.waitForFunction(() => /^\d+ s$/.test(document.querySelector('td[data-col="age"]').textContent), null, { timeout: 5000 });
 });
 
+test('with a public-id key, pasted public ids decode to their raw ids; bad ones say why', async () => {
+  const { cases } = JSON.parse(readFileSync(join(VECTORS, 'public', 'codec.json'), 'utf8'));
+  const v1 = cases.filter((c) => c.op === 'public_encode' && 'out' in c && c.in.keys.length === 1 && c.in.keys[0].version === 1);
+  const v2 = cases.find((c) => c.op === 'public_encode' && 'out' in c && c.in.keys[0].version === 2);
+  assert.ok(v1.length >= 5);
+  const keyHex = v1[0].in.keys[0].key_hex;
+  await page.selectOption('#layout', 'clockseq');
+  await page.fill('#public-key', keyHex);
+  await page.fill('#public-version', '1');
+  // Each public text, then its raw id: both rows must say the same.
+  const lines = v1.flatMap((c, i) => [i % 2 ? c.out.text.toLowerCase() : c.out.text, c.in.id]);
+  const good = v1[7].out.text;
+  const typo = `${good.slice(0, 6)}${good[6] === 'A' ? 'B' : 'A'}${good.slice(7)}`;
+  await page.fill('#ids', [...lines, typo, v2.out.text].join('\n'));
+  const rows = await readRows();
+  assert.equal(rows.length, lines.length + 2);
+  assert.equal(await page.textContent('#public-error'), '');
+  v1.forEach((c, i) => {
+    const [pub, raw] = [rows[2 * i], rows[2 * i + 1]];
+    assert.equal(pub.invalid, false, c.id);
+    assert.equal(pub.cells['raw-id'], c.in.id, c.id);
+    assert.equal(raw.cells['raw-id'], '', 'a decimal line is a raw id');
+    for (const col of ['utc', 'local', 'clock-seq', 'worker', 'sequence', 'age']) assert.equal(pub.cells[col], raw.cells[col], `${c.id} ${col}`);
+  });
+  const [typoRow, v2Row] = rows.slice(lines.length);
+  assert.equal(typoRow.invalid, true);
+  assert.equal(typoRow.cells.error, 'INVALID_PUBLIC_IDinvalid public id: the check characters do not match: a character was mistyped or two were swapped');
+  assert.equal(v2Row.cells.error, 'UNKNOWN_KEY_VERSIONunknown key version: the public id was made with key version 2, which this codec does not hold');
+  // A key that is not 32 hex digits is refused, and lines are read as raw ids again.
+  await page.fill('#public-key', keyHex.slice(2));
+  assert.equal(await page.textContent('#public-error'), 'INVALID_ARG_TYPE: expected 32 hex digits (16 bytes), found 30 characters');
+  assert.match((await readRows())[0].cells.error, /^INVALID_IDinvalid id: expected a decimal digit/);
+  await page.fill('#public-key', keyHex);
+  await page.fill('#public-version', '32');
+  assert.equal(await page.textContent('#public-error'), 'INVALID_KEY_VERSION: invalid key version: expected 0..=31 and not already in the key ring, found 32');
+  await page.fill('#public-version', '1');
+  assert.equal((await readRows())[0].cells['raw-id'], v1[0].in.id);
+  await page.fill('#public-key', '');
+  assert.equal(await page.textContent('#public-error'), '');
+  assert.equal((await readRows())[0].invalid, true, 'without a key a public text is not an id');
+});
+
 test('the shared vectors pass inside the page', async () => {
   const result = await page.evaluate(async () => {
     const harness = await import('/harness/vectors.mjs');
@@ -214,11 +256,35 @@ test('the shared vectors pass inside the page', async () => {
   console.log(`# ${result.count} shared vector cases passed in Chromium`);
 });
 
+test('the shared public-id vectors pass inside the page', async () => {
+  const result = await page.evaluate(async () => {
+    const harness = await import('/harness/vectors.mjs');
+    const names = await (await fetch('/vectors/public/index.json')).json();
+    const files = await Promise.all(names.map(async (name) => [name, await (await fetch(`/vectors/public/${name}`)).json()]));
+    const failures = [];
+    let count = 0;
+    for (const [, , testCase] of harness.allCases(files)) {
+      count++;
+      try {
+        harness.runPublicCase(window.clockflake, testCase);
+      } catch (error) {
+        failures.push(String(error.message));
+      }
+    }
+    return { count, failures };
+  });
+  assert.deepEqual(result.failures, []);
+  assert.ok(result.count >= 40, `only ${result.count} cases`);
+  console.log(`# ${result.count} public-id vector cases passed in Chromium`);
+});
+
 test('screenshot, no outside requests, no page errors', async () => {
   await page.selectOption('#layout', 'clockseq');
   await page.fill('#count', '4');
   await page.fill('#worker', '7');
-  await page.fill('#ids', '362387865602658307\nnot-an-id\n383191637666328576');
+  await page.fill('#public-key', '636c6f636b666c616b652d6b65792d31');
+  await page.fill('#public-version', '1');
+  await page.fill('#ids', '362387865602658307\nnot-an-id\n383191637666328576\n17T3G30P67GKXXA6');
   await page.click('#generate');
   mkdirSync(OUTPUT, { recursive: true });
   await page.screenshot({ path: join(OUTPUT, 'inspector.png'), fullPage: true });

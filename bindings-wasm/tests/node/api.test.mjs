@@ -280,13 +280,22 @@ test("core's messages are rebuilt exactly in JS, for every error kind", () => {
 test('index.d.ts declares exactly what the package exports', async () => {
   const dts = readFileSync(fileURLToPath(new URL('../../pkg/node/index.d.ts', import.meta.url)), 'utf8');
   const declared = [...dts.matchAll(/^export (default )?(?:function|class|const) (\w+)/gm)].map((m) => (m[1] ? 'default' : m[2]));
-  const runtime = Object.keys(await import('../../pkg/node/index.js'));
-  assert.deepEqual([...declared].sort(), [...runtime].sort());
-  const body = dts.slice(dts.indexOf('export class Generator'));
-  const methods = [...body.matchAll(/^ {2}(?:static )?(\w+)\(/gm)].map((m) => m[1]).filter((name) => name !== 'constructor');
-  const actual = [...Object.getOwnPropertyNames(Generator.prototype), ...Object.getOwnPropertyNames(Generator)]
-    .filter((name) => !['constructor', 'length', 'name', 'prototype', 'workerId', 'layout'].includes(name));
-  assert.deepEqual([...new Set(methods)].sort(), [...new Set(actual)].sort());
+  const runtime = await import('../../pkg/node/index.js');
+  assert.deepEqual([...declared].sort(), Object.keys(runtime).sort());
+  // Every class: its declared methods and properties are exactly its runtime ones.
+  for (const [name, skip] of [['Generator', ['workerId', 'layout']], ['PublicIds', ['currentVersion']]]) {
+    const start = dts.indexOf(`export class ${name} {`);
+    const body = dts.slice(start, dts.indexOf('\n}', start));
+    const methods = [...body.matchAll(/^ {2}(?:static )?(\w+)\(/gm)].map((m) => m[1]).filter((n) => n !== 'constructor');
+    const Class = runtime[name];
+    const actual = [...Object.getOwnPropertyNames(Class.prototype), ...Object.getOwnPropertyNames(Class)]
+      .filter((n) => !['constructor', 'length', 'name', 'prototype', ...skip].includes(n));
+    assert.deepEqual([...new Set(methods)].sort(), [...new Set(actual)].sort(), name);
+    for (const property of skip) {
+      assert.match(body, new RegExp(`^ {2}readonly ${property}: `, 'm'), `${name}.${property}`);
+      assert.equal(typeof Object.getOwnPropertyDescriptor(Class.prototype, property)?.get, 'function', `${name}.${property}`);
+    }
+  }
 });
 
 test('before init() every call throws a coded Error, not a TypeError from undefined', async () => {

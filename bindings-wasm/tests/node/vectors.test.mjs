@@ -1,5 +1,7 @@
-// The shared vectors (tests/vectors/*.json) against the `--target nodejs` build.
+// The shared vectors (tests/vectors/*.json and tests/vectors/public/*.json) against the
+// `--target nodejs` build.
 import * as api from '../../pkg/node/index.js';
-import { registerVectorTests } from '../../../tests/harness/node-vectors.mjs';
+import { registerPublicVectorTests, registerVectorTests } from '../../../tests/harness/node-vectors.mjs';
 
 registerVectorTests(api, 'wasm-node');
+registerPublicVectorTests(api, 'wasm-node');

@@ -1,6 +1,6 @@
 // Type-checked (tsc --strict --noEmit) against the hand-written pkg/web/index.d.ts: the API as
 // documented compiles, and misuse (a number id, a bad policy name) does not.
-import init, { ClockflakeError, Generator, decode, describeLayout, encode, idRange, layouts } from '../../pkg/web/index.js';
+import init, { ClockflakeError, Generator, PublicIds, decode, describeLayout, encode, idRange, layouts } from '../../pkg/web/index.js';
 import type { GeneratorState, LayoutInfo, Parts } from '../../pkg/web/index.js';
 
 export async function usage(): Promise<void> {
@@ -27,11 +27,28 @@ export async function usage(): Promise<void> {
       console.log(error.code, retry);
     }
   }
+  const codec: PublicIds = new PublicIds(2, new Uint8Array(16)).withOldKey(1, crypto.getRandomValues(new Uint8Array(16)));
+  const pub: bigint = codec.encode(id);
+  const raw: bigint = codec.decode(pub);
+  const shown: string = codec.encodeText(id);
+  const back2: bigint = codec.decodeText(shown.toLowerCase());
+  const version: number = codec.currentVersion;
+  try {
+    codec.decodeText('not a public id');
+  } catch (error) {
+    if (error instanceof ClockflakeError && error.code === 'INVALID_PUBLIC_ID') console.log(error.message);
+  }
+  // @ts-expect-error a number is not an id
+  codec.encode(5);
+  // @ts-expect-error the key is bytes, not a string
+  new PublicIds(1, '0123456789abcdef');
+  // @ts-expect-error currentVersion is read-only
+  codec.currentVersion = 3;
   // @ts-expect-error a number is not an id
   decode(5);
   // @ts-expect-error no such policy
   new Generator({ workerId: 1, onRollback: 'panic' });
   // @ts-expect-error workerId is required
   new Generator({});
-  console.log(at, many, again, when, fromText, custom, max, back, low, high);
+  console.log(at, many, again, when, fromText, custom, max, back, low, high, raw, back2, version);
 }
