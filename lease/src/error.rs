@@ -127,8 +127,9 @@ impl fmt::Display for LeaseError {
             ),
             LeaseError::InvalidUri { uri, reason } => write!(
                 f,
-                "invalid uri: {reason}, found {uri:?}; expected file:///DIR?app=NAME or \
-                 postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s"
+                "invalid uri: {reason}, found {uri:?}; expected file:///DIR?app=NAME, \
+                 postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s or \
+                 zookeeper://HOST:PORT[,HOST:PORT...]/snowflake/APP?ttl=10s"
             ),
             LeaseError::CoordinatorUnavailable {
                 coordinator,

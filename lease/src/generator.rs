@@ -7,7 +7,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use clockflake::{Clock, Error, Field, Generator, Layout, Options, Policy, State, MAX_CLOCK_SEQS};
+use clockflake::{
+    Clock, Error, Field, Generator, IdBlock, Layout, Options, Policy, State, MAX_CLOCK_SEQS,
+};
 
 use crate::clock::{boot_ms, wall_ms};
 use crate::{Coordinator, LeaseError};
@@ -19,6 +21,9 @@ pub struct LeaseOptions {
     pub generator: Options,
     /// A wall clock to use instead of the system's (tests inject clocks that run ahead or
     /// jump back). Lease deadlines are measured on the boot clock whatever this says.
+    /// It is called from the renewal thread too (each renewal reads the time its reservation
+    /// starts from), so it must be `Send + Sync` and safe to call concurrently with the
+    /// threads taking ids.
     pub clock: Option<Arc<dyn Clock + Send + Sync>>,
     /// Longest a new holder waits at its first id for its clock to pass the stored
     /// high-water marks when no clock sequence is free (default 15 s); beyond it the id is
@@ -177,6 +182,39 @@ impl Shared {
         }
     }
 
+    /// One try at a block of up to `max_count` ids of one tick: as [`Shared::attempt`], but
+    /// the deadline must be at least `margin_ms` away (see [`block_margin_ms`]).
+    #[inline(always)]
+    fn attempt_block(
+        &self,
+        explicit_ms: Option<u64>,
+        max_count: u64,
+        margin_ms: u64,
+    ) -> Result<IdBlock, Miss> {
+        let passed = Cell::new(false);
+        let clock = || {
+            let boot = boot_ms();
+            let wall = match (explicit_ms, &self.time) {
+                (Some(ms), _) => ms,
+                (None, Time::Boot { anchor }) => anchor.load(Ordering::Relaxed) + boot,
+                (None, Time::Injected(clock)) => clock.now_ms(),
+            };
+            let ok = boot.saturating_add(margin_ms) < self.deadline_boot_ms.load(Ordering::Acquire)
+                && wall <= self.reserved_wall_ms.load(Ordering::Acquire);
+            passed.set(ok);
+            if ok {
+                wall
+            } else {
+                u64::MAX
+            }
+        };
+        match self.gen.try_next_block_with(&clock, max_count) {
+            Ok(block) => Ok(block),
+            Err(_) if !passed.get() => Err(Miss::Limit),
+            Err(error) => Err(Miss::Core(error)),
+        }
+    }
+
     /// An id issued in another clock sequence than the reservation's (only possible when the
     /// time can go back: injected clocks, explicit times) is returned only once a reservation
     /// covering its clock sequence is persisted.
@@ -317,6 +355,11 @@ impl ComposeClockSeq for Layout {
     fn compose_clock_seq(&self, clock_seq: u64) -> u64 {
         (clock_seq & self.field_max(Field::ClockSeq)) << self.shift(Field::ClockSeq)
     }
+}
+
+/// See [`LeasedGenerator::block_margin_ms`].
+fn block_margin_ms(layout: &Layout) -> u64 {
+    2 * layout.unit_ms() + 10
 }
 
 fn tick(layout: &Layout, ms: u64) -> u64 {
@@ -590,6 +633,120 @@ impl LeasedGenerator {
                 Err(Miss::Core(error)) => return Err(LeaseError::Core(error)),
             }
         }
+    }
+
+    /// Up to `max_count` consecutive ids of one tick (at least one when `max_count` is not 0),
+    /// for a binding that hands them out one by one (the Node package serves them from
+    /// JavaScript without a native call per id). Waits like [`LeasedGenerator::next_id`].
+    ///
+    /// The deadline check is stricter than for one id, because the caller keeps serving the
+    /// block after this returns: more than one id is granted only while the deadline is more
+    /// than [`LeasedGenerator::block_margin_ms`] away, and the caller must hand the ids out
+    /// only while its clock still reads the block's tick (on the time base of
+    /// [`LeasedGenerator::clock_offset_ms`]) and never after [`LeasedGenerator::close`].
+    /// Closer to the deadline it returns a block of one id, checked exactly as `next_id`'s;
+    /// past the deadline it refuses with `LEASE_LOST`. Every id of a block is inside the
+    /// persisted reservation and its clock sequence, like every id of `next_id`.
+    pub fn next_block(&self, max_count: u64) -> Result<IdBlock, LeaseError> {
+        self.block(None, max_count, true)
+    }
+
+    /// [`LeasedGenerator::next_block`], never waiting for the clock: where it would wait, it
+    /// refuses with the time to retry at ([`LeaseError::retry_at_ms`]).
+    pub fn try_next_block(&self, max_count: u64) -> Result<IdBlock, LeaseError> {
+        self.block(None, max_count, false)
+    }
+
+    /// [`LeasedGenerator::try_next_block`] at an explicit time (Unix ms), for tests and for
+    /// bindings that read the clock themselves. Never waits.
+    pub fn next_block_at(&self, now_ms: u64, max_count: u64) -> Result<IdBlock, LeaseError> {
+        self.block(Some(now_ms), max_count, false)
+    }
+
+    /// How long before the lease deadline (boot ms) blocks of more than one id stop being
+    /// granted: two ticks of the layout plus 10 ms.
+    ///
+    /// Why that much: a binding serves a block's ids only while its own clock reads the
+    /// block's tick, so the last id of a block goes out at most one tick after the block was
+    /// granted. Its clock (JavaScript's `Date.now()`) is not the lease's time: the binding
+    /// shifts its readings by [`LeasedGenerator::clock_offset_ms`], and what is left between
+    /// the two is the truncation of two millisecond clocks read at slightly different moments
+    /// (under 2 ms). The second tick and the 10 ms cover that with room to spare, plus a
+    /// caller that read its clock just before the tick ended. So no id of a block is handed
+    /// out after the deadline, as long as the system's wall clock does not step back while a
+    /// block is partly served (see the README); even then such ids lie inside the persisted
+    /// reservation, above which any later holder starts, so they cannot repeat.
+    pub fn block_margin_ms(&self) -> u64 {
+        block_margin_ms(&self.layout)
+    }
+
+    /// The lease deadline on the boot clock ([`crate::boot_ms`]): ids are refused from then on
+    /// unless a renewal moves it. `None` when the lease never expires (`file://`); 0 once
+    /// lost, closed or invalidated by a fork.
+    pub fn deadline_boot_ms(&self) -> Option<u64> {
+        match self.shared.deadline_boot_ms.load(Ordering::Acquire) {
+            u64::MAX => None,
+            deadline => Some(deadline),
+        }
+    }
+
+    /// How far this generator's time (the boot clock anchored to the wall clock, or the
+    /// injected clock) is ahead of the system's wall clock now, in ms (negative: behind). A
+    /// binding that tests "still inside the block's tick" on the system clock adds this to
+    /// its readings: after the wall clock steps back, the generator's time does not.
+    pub fn clock_offset_ms(&self) -> i64 {
+        let system = crate::clock::wall_ms();
+        let own = self.shared.wall_now();
+        if own >= system {
+            i64::try_from(own - system).unwrap_or(i64::MAX)
+        } else {
+            i64::try_from(system - own).map_or(i64::MIN, |d| -d)
+        }
+    }
+
+    fn block(
+        &self,
+        explicit_ms: Option<u64>,
+        max_count: u64,
+        wait: bool,
+    ) -> Result<IdBlock, LeaseError> {
+        if max_count == 0 {
+            // Still refuse once lost, closed or forked: an empty block is no licence.
+            drop(self.shared.checked_control()?);
+            return Ok(self.shared.gen.next_block_at(0, 0)?);
+        }
+        let margin_ms = self.block_margin_ms();
+        // Set once the deadline is within the margin: then one id at a time, each checked as
+        // `next_id` checks it, until a renewal moves the deadline.
+        let mut single = max_count == 1;
+        loop {
+            let attempt = if single {
+                self.shared.attempt_block(explicit_ms, 1, 0)
+            } else {
+                self.shared.attempt_block(explicit_ms, max_count, margin_ms)
+            };
+            match attempt {
+                Ok(block) => return self.finish_block(block),
+                Err(Miss::Limit) if !single => single = true,
+                Err(Miss::Limit) => {
+                    self.shared.refresh(explicit_ms)?;
+                    single = max_count == 1;
+                }
+                Err(Miss::Core(error)) => match self.shared.retry_at(&error).filter(|_| wait) {
+                    Some(at) => self.shared.wait_until(at)?,
+                    None => return Err(LeaseError::Core(error)),
+                },
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn finish_block(&self, block: IdBlock) -> Result<IdBlock, LeaseError> {
+        // Every id of a block has the same tick and clock sequence: check the first.
+        if let Some(first) = block.clone().next() {
+            self.shared.covered(first)?;
+        }
+        Ok(block)
     }
 
     #[inline(always)]

@@ -380,3 +380,121 @@ fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
     assert!(started.elapsed() < Duration::from_secs(1));
     let _ = fs::remove_dir_all(dir);
 }
+
+/// The stored high-water mark of `cs` (what a later holder starts above).
+fn stored_mark(dir: &Path, app: &str, worker: u64, cs: u64) -> u64 {
+    FileCoordinator::new(dir, app)
+        .unwrap()
+        .read_state(worker)
+        .unwrap()
+        .unwrap()
+        .high_water_ms[cs as usize]
+        .unwrap()
+}
+
+#[test]
+fn blocks_and_single_ids_never_repeat_and_stay_inside_the_reservation() {
+    let dir = temp_dir("blocks");
+    let layout = Layout::CLOCKSEQ;
+    let gen = open(&uri(&dir, "b"), layout, LeaseOptions::default()).unwrap();
+    let worker = gen.worker_id();
+    assert_eq!(gen.deadline_boot_ms(), None, "file:// leases never expire");
+    let mut all = Vec::new();
+    // Every block is persisted before it is returned: its tick is at or below the stored
+    // mark of its clock sequence.
+    let check = |ids: Vec<u64>, all: &mut Vec<u64>| {
+        assert!(!ids.is_empty());
+        let first = layout.decode(ids[0]).unwrap();
+        for (i, &id) in ids.iter().enumerate() {
+            let parts = layout.decode(id).unwrap();
+            assert_eq!(
+                (parts.timestamp_ms, parts.clock_seq),
+                (first.timestamp_ms, first.clock_seq),
+                "one tick, one clock sequence"
+            );
+            assert_eq!(parts.sequence, first.sequence + i as u64, "consecutive");
+        }
+        assert!(stored_mark(&dir, "b", worker, first.clock_seq) >= first.timestamp_ms);
+        all.extend(ids);
+    };
+    let now = wall_ms();
+    for round in 0..200u64 {
+        check(gen.next_block(64).unwrap().collect(), &mut all);
+        check(vec![gen.next_id().unwrap()], &mut all);
+        check(gen.try_next_block(4096).unwrap().collect(), &mut all);
+        if round % 50 == 0 {
+            // Explicit times: a step back (a new clock sequence) and a time far ahead of
+            // the reservation (renewed first).
+            check(
+                gen.next_block_at(now - 5000 + round, 16).unwrap().collect(),
+                &mut all,
+            );
+            check(
+                gen.next_block_at(now + 60_000 + round, 16)
+                    .unwrap()
+                    .collect(),
+                &mut all,
+            );
+            check(
+                vec![gen.next_id_at(now + 60_000 + round).unwrap()],
+                &mut all,
+            );
+        }
+    }
+    assert_eq!(gen.next_block(0).unwrap().count(), 0);
+    let total = all.len();
+    assert_eq!(assert_unique("blocks and single ids", all), total);
+    gen.close().unwrap();
+    assert_eq!(gen.next_block(8).unwrap_err().code(), "GENERATOR_CLOSED");
+    assert_eq!(gen.next_block(0).unwrap_err().code(), "GENERATOR_CLOSED");
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn blocks_and_single_ids_from_four_threads_never_repeat() {
+    let dir = temp_dir("block-threads");
+    let gen = Arc::new(open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let gen = Arc::clone(&gen);
+            std::thread::spawn(move || {
+                let mut ids = Vec::new();
+                while ids.len() < 100_000 {
+                    if t % 2 == 0 {
+                        ids.extend(gen.next_block(1 + ids.len() as u64 % 300).unwrap());
+                    }
+                    ids.push(gen.next_id().unwrap());
+                }
+                ids
+            })
+        })
+        .collect();
+    let ids = threads.into_iter().flat_map(|t| t.join().unwrap());
+    assert!(assert_unique("4 threads, blocks and ids", ids) >= 400_000);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_block_is_served_on_the_generators_time_base() {
+    // An injected clock 5 s behind the system's: the offset tells a binding how to shift its
+    // own readings.
+    let dir = temp_dir("offset");
+    let clock: Arc<dyn clockflake::Clock + Send + Sync> = Arc::new(Behind(5000));
+    let options = LeaseOptions {
+        clock: Some(clock),
+        ..LeaseOptions::default()
+    };
+    let gen = open(&uri(&dir, "o"), Layout::CLOCKSEQ, options).unwrap();
+    let offset = gen.clock_offset_ms();
+    assert!((-5002..=-4998).contains(&offset), "offset {offset}");
+    assert_eq!(gen.block_margin_ms(), 12);
+    let _ = fs::remove_dir_all(dir);
+}
+
+struct Behind(u64);
+
+impl clockflake::Clock for Behind {
+    fn now_ms(&self) -> u64 {
+        wall_ms() - self.0
+    }
+}

@@ -1,18 +1,23 @@
-//! PostgreSQL stopped for 3x the TTL (its own test binary: it stops the shared server).
+//! PostgreSQL stopped for 3x the TTL (its own test binary: it stops the shared server; the
+//! tests here take turns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clockflake::Layout;
 use clockflake_lease::{boot_ms, open, LeaseOptions};
 use common::*;
 
+/// The tests stop the one server: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let uri = format!("{}?app={}&ttl=1s", pg_url(), app("outage"));
     let gen = Arc::new(open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
     let running = Arc::new(AtomicBool::new(true));
@@ -74,5 +79,73 @@ fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
         before.iter().chain(&after).copied(),
     );
     again.close().unwrap();
+    gen.close().unwrap();
+}
+
+#[test]
+fn no_block_is_granted_once_the_deadline_is_within_the_margin() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let uri = format!("{}?app={}&ttl=1s", pg_url(), app("block-outage"));
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let margin = gen.block_margin_ms();
+    let mut before = Vec::new();
+    for _ in 0..50 {
+        before.extend(gen.next_block(4096).unwrap());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    pg_script("halt");
+    // A renewal sent before the halt may still land: read the deadline once it cannot move.
+    std::thread::sleep(Duration::from_millis(100));
+    let deadline = gen.deadline_boot_ms().unwrap();
+    // (boot ms before the call, ids, error code)
+    let mut log = Vec::new();
+    loop {
+        let asked = boot_ms();
+        match gen.next_block(4096) {
+            Ok(block) => log.push((asked, block.collect::<Vec<_>>(), None)),
+            Err(error) => log.push((asked, Vec::new(), Some(error.code()))),
+        }
+        if asked > deadline + 200 {
+            break;
+        }
+        // Every 0.3 ms or so: a new tick on most calls, so a whole run each time.
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    pg_script("resume");
+    assert_eq!(gen.deadline_boot_ms(), Some(0), "lost");
+    let mut whole_runs = 0;
+    let mut single_near_deadline = 0;
+    for (asked, ids, error) in &log {
+        if ids.len() > 1 {
+            whole_runs += 1;
+            assert!(
+                asked + margin < deadline,
+                "a block of {} ids granted {} ms before the deadline (margin {margin} ms)",
+                ids.len(),
+                deadline.saturating_sub(*asked)
+            );
+        } else if ids.len() == 1 {
+            assert!(*asked < deadline, "an id after the deadline");
+            if asked + margin >= deadline {
+                single_near_deadline += 1;
+            }
+        } else {
+            assert_eq!(*error, Some("LEASE_LOST"));
+            assert!(asked + 2 >= deadline, "lost {} ms early", deadline - asked);
+        }
+    }
+    assert!(
+        whole_runs > 100,
+        "blocks while the deadline was far: {whole_runs}"
+    );
+    assert!(
+        single_near_deadline > 5,
+        "single ids within the margin: {single_near_deadline}"
+    );
+    assert_eq!(log.last().unwrap().2, Some("LEASE_LOST"));
+    let ids = before
+        .into_iter()
+        .chain(log.into_iter().flat_map(|(_, ids, _)| ids));
+    assert_unique("blocks up to the deadline", ids);
     gen.close().unwrap();
 }
