@@ -133,8 +133,11 @@ export declare class Generator implements Disposable {
   static resume(state: GeneratorState, options?: ResumeOptions): Generator;
   /**
    * A generator whose worker id is leased from a coordinator (a background thread renews it);
-   * every id is checked against the lease deadline, and past it calls throw `LEASE_LOST`.
-   * Release it with `close()` or `using`. Each cluster worker and worker_thread opens its own.
+   * no id goes out after the lease deadline, and past it calls throw `LEASE_LOST`. Ids are
+   * served from per-tick blocks as for a fixed worker id; a block of more than one id is granted
+   * only while the deadline is more than two ticks + 10 ms away, and served only within its
+   * tick. Release it with `close()` or `using`. Each cluster worker and worker_thread opens its
+   * own.
    *
    * @example
    * using gen = Generator.open('file:///var/lib/app/ids?app=orders');
@@ -147,6 +150,11 @@ export declare class Generator implements Disposable {
   readonly isActive: boolean;
   /** A leased generator's coordinator (`file:///...?app=...`, never a password), else `null`. */
   readonly coordinator: string | null;
+  /**
+   * Ms left before the lease deadline if no renewal succeeds meanwhile (0 once lost or closed);
+   * `null` for a `file://` lease (held until the process ends) and for a fixed worker id.
+   */
+  readonly leaseRemainingMs: number | null;
   readonly layout: LayoutInfo;
   readonly options: { onRollback: RollbackPolicy; maxWaitMs: number; maxDriftMs: number };
   /** The next id at the clock's time; when the tick is full, waits for the next one. */

@@ -7,6 +7,13 @@
 // while the clock still reads inside that tick, so every id carries the time of its own call.
 // Anything else (a new tick, the clock going back, an exhausted tick) goes back to the core,
 // which applies the rollback policy. Decoding is pure JavaScript on constants from the core.
+//
+// A leased generator (`Generator.open`) serves ids the same way, from blocks taken through
+// `leasedTake`: the lease grants a block of more than one id only while its deadline is more
+// than two ticks + 10 ms away (closer, one id checked like any other), and the block is served
+// only while `Date.now()`, shifted onto the lease's time base, reads its tick. So every id still
+// goes out before the lease deadline, and no native call is made per id. `close()` empties the
+// block first.
 
 const native = require('./binding.js');
 
@@ -360,6 +367,8 @@ class Generator {
   #want = FIRST_BLOCK;
   #low = Infinity;
   #end = -Infinity;
+  /** A leased generator's block tick start, on the lease's time (Unix ms). */
+  #tick = Infinity;
 
   /**
    * @param {object} options `{ workerId, layout?, onRollback?, maxWaitMs?, maxDriftMs?, clock? }`
@@ -376,9 +385,9 @@ class Generator {
       this.#clock = null;
       this.#logical = false;
       this.#handle = null;
-      // Never filled: every id of a leased generator comes from the native lease check.
-      this.#buffer = new BigUint64Array(0);
-      this.#meta = null;
+      // BLOCK ids, then the tick's start on the lease's time and on `Date.now()`'s.
+      this.#buffer = new BigUint64Array(BLOCK + 2);
+      this.#meta = new Float64Array(this.#buffer.buffer, BLOCK * 8, 2);
       return;
     }
     if (resuming !== null) {
@@ -487,6 +496,16 @@ class Generator {
     return !this.#closed;
   }
 
+  /**
+   * For a leased generator whose lease expires (`postgres://`, `zookeeper://`): how many ms are
+   * left before its deadline if no renewal succeeds meanwhile (the renewal thread moves it on;
+   * 0 once lost or closed). null for a `file://` lease (held until the process ends) and for a
+   * fixed worker id.
+   */
+  get leaseRemainingMs() {
+    return this.#lease === null ? null : native.leasedRemainingMs(this.#lease);
+  }
+
   /** The coordinator of a leased generator (`file:///...?app=...`, no password), or null. */
   get coordinator() {
     return this.#lease === null ? null : native.leasedCoordinator(this.#lease);
@@ -498,15 +517,16 @@ class Generator {
    * Idempotent. `gen[Symbol.dispose]()` (and `using`) calls it.
    */
   close() {
+    // No id of a partly served block goes out after this.
+    this.#pos = 0;
+    this.#count = 0;
+    this.#low = Infinity;
+    this.#end = -Infinity;
     if (this.#lease !== null) {
       call(native.leasedClose, this.#lease);
       return;
     }
     this.#closed = true;
-    this.#pos = 0;
-    this.#count = 0;
-    this.#low = Infinity;
-    this.#end = -Infinity;
   }
 
   /** The layout's description (see `describeLayout`). */
@@ -522,31 +542,27 @@ class Generator {
 
   /** The next id, at the clock's time. Waits (spinning, at most until the next tick) when the tick is full. */
   nextId() {
-    // A leased generator never has a block (#count stays 0), so it leaves at the second test.
     if (this.#pos < this.#count) {
       const now = this.#clock === null ? Date.now() : this.#readClock();
       if (now < this.#end && now >= this.#low) return this.#buffer[this.#pos++];
       this.#refill(now, true, 1);
       return this.#buffer[this.#pos++];
     }
-    if (this.#lease !== null) return this.#leasedNextId();
     this.#refill(this.#clock === null ? Date.now() : this.#readClock(), true, 1);
     return this.#buffer[this.#pos++];
-  }
-
-  /** One id from the native leased generator, which checks the lease deadline on every id. */
-  #leasedNextId() {
-    try {
-      return native.leasedNextId(this.#lease);
-    } catch (error) {
-      throw fromNative(error);
-    }
   }
 
   /** The next id at an explicit time (Unix ms). Never blocks: a refusal throws, with `retryAtMs`. */
   nextIdAt(nowMs) {
     const now = integer(nowMs, 'nowMs', 'INVALID_ARG_VALUE');
-    if (this.#lease !== null) return call(native.leasedNextIdAt, this.#lease, now);
+    if (this.#lease !== null) {
+      // From the block when `now` is its tick, and only while it may be served at all.
+      if (this.#pos < this.#count && now >= this.#tick && now < this.#tick + this.#record.unitMs) {
+        const wall = Date.now();
+        if (wall < this.#end && wall >= this.#low) return this.#buffer[this.#pos++];
+      }
+      return call(native.leasedNextIdAt, this.#lease, now);
+    }
     if (now < this.#end && now >= this.#low && this.#pos < this.#count) return this.#buffer[this.#pos++];
     this.#refill(now, false, 1);
     return this.#buffer[this.#pos++];
@@ -562,10 +578,6 @@ class Generator {
     const n = integer(count, 'count', 'INVALID_ARG_VALUE');
     if (n > MAX_BATCH) throw coded(RangeError, 'INVALID_ARG_VALUE', `count out of range: expected at most ${MAX_BATCH}, found ${n}`);
     const out = new BigUint64Array(n);
-    if (this.#lease !== null) {
-      call(native.leasedFill, this.#lease, out);
-      return out;
-    }
     let filled = 0;
     while (filled < n) {
       const now = this.#clock === null ? Date.now() : this.#readClock();
@@ -609,6 +621,10 @@ class Generator {
     // Still inside the block's tick: the caller keeps this tick busy, so ask for more.
     const want = now < this.#end && now >= this.#low ? Math.min(this.#want * 4, BLOCK) : FIRST_BLOCK;
     this.#want = Math.max(want, Math.min(needed, BLOCK));
+    if (this.#lease !== null) {
+      this.#leasedRefill();
+      return;
+    }
     for (;;) {
       let count;
       try {
@@ -634,6 +650,31 @@ class Generator {
       this.#low = this.#logical ? -Infinity : meta;
       return;
     }
+  }
+
+  /**
+   * Takes a new block from the lease (which waits out a full tick and a handover itself, and
+   * refuses once the lease is lost or closed). The block is served while `Date.now()` reads in
+   * `[#low, #end)`: its tick, moved onto `Date.now()`'s time base by the native side, whatever
+   * the rollback policy.
+   */
+  #leasedRefill() {
+    // Nothing of the old block survives a refusal.
+    this.#pos = 0;
+    this.#count = 0;
+    this.#low = Infinity;
+    this.#end = -Infinity;
+    let count;
+    try {
+      count = native.leasedTake(this.#lease, this.#buffer, this.#want);
+    } catch (error) {
+      throw fromNative(error);
+    }
+    const start = this.#meta[1];
+    this.#count = count;
+    this.#tick = this.#meta[0];
+    this.#low = start;
+    this.#end = start + this.#record.unitMs;
   }
 
   /** Waits until the clock reads `atMs` (sleeps for the long part, spins for the last 2 ms). */

@@ -466,10 +466,13 @@ pub fn clock_not_advancing(waiting_for_ms: f64, now_ms: f64) -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Leased generators (Generator.open)
 //
-// Every id goes through `LeasedGenerator::next_id`, which checks the lease deadline and the
-// persisted reservation on each call. There is no block of ids served from JavaScript here:
-// a block's ids would be checked once, when taken, and could then be handed out after the
-// deadline passed or after the renewal thread found the lease lost.
+// `nextId()` serves blocks from JavaScript as for a fixed worker id, taken by `leased_take`
+// through `LeasedGenerator::next_block`: a block of more than one id is granted only while
+// the lease deadline is more than two ticks + 10 ms away (closer, one id checked like
+// `next_id`), and JavaScript hands its ids out only while `Date.now()`, shifted onto the
+// lease's time base, still reads the block's tick, so the last one goes out well before the
+// deadline. `close()` empties the block before closing. Every id of a block lies inside the
+// persisted reservation, like every id of `next_id`.
 
 fn throw_lease(error: LeaseError) -> napi::Error<&'static str> {
     LAST_RETRY_AT_MS.with(|last| last.set(error.retry_at_ms()));
@@ -514,10 +517,49 @@ pub fn resolve_options(
     Ok(generator_options_of(&probe))
 }
 
-/// The next id: waits out a full tick and a handover, refuses once the lease is lost or closed.
+/// Takes the next block of a leased generator into `out`, as `take` does for a fixed worker
+/// id: consecutive ids of one tick, at least one, up to `max_count` and the buffer's size
+/// (waits out a full tick and a handover; refuses once the lease is lost or closed). The
+/// buffer's last two slots receive, as the bits of f64s, the block tick's start (Unix ms, on
+/// the lease's time) and the same moved onto `Date.now()`'s time base (less how far the
+/// lease's time is ahead of the system clock): JavaScript serves the block only while
+/// `Date.now()` reads within `[moved, moved + unit)`.
 #[napi(catch_unwind)]
-pub fn leased_next_id(generator: &External<LeasedGenerator>) -> Result<u64> {
-    lease(generator.next_id())
+pub fn leased_take(
+    generator: &External<LeasedGenerator>,
+    mut out: BigUint64ArraySlice,
+    max_count: u32,
+) -> Result<u32> {
+    // SAFETY: the JavaScript thread is inside this call, so nothing else reads or writes the
+    // typed array's memory meanwhile, and `out` is not used again after this function.
+    let slots = unsafe { out.as_mut() };
+    let Some((window_slot, rest)) = slots.split_last_mut() else {
+        return Err(bad_value(
+            "leasedTake: expected a buffer of at least 3 slots".into(),
+        ));
+    };
+    let Some((tick_slot, ids)) = rest.split_last_mut() else {
+        return Err(bad_value(
+            "leasedTake: expected a buffer of at least 3 slots".into(),
+        ));
+    };
+    let wanted = (ids.len().min(max_count as usize) as u64).max(1);
+    let block = lease(generator.next_block(wanted))?;
+    let offset_ms = generator.clock_offset_ms();
+    let mut count = 0u32;
+    let mut first = None;
+    for (id, slot) in block.zip(ids.iter_mut()) {
+        *slot = id;
+        first.get_or_insert(id);
+        count += 1;
+    }
+    let start = match first {
+        Some(id) => core(generator.layout().decode(id))?.timestamp_ms as f64,
+        None => f64::INFINITY, // never: a block holds at least one id
+    };
+    *tick_slot = start.to_bits();
+    *window_slot = (start - offset_ms as f64).to_bits();
+    Ok(count)
 }
 
 /// The next id at an explicit time (Unix ms); never waits.
@@ -527,19 +569,13 @@ pub fn leased_next_id_at(generator: &External<LeasedGenerator>, now_ms: f64) -> 
     lease(generator.next_id_at(now_ms))
 }
 
-/// Fills `out` with new ids, each checked against the lease like `leased_next_id`.
+/// How long until the lease deadline, in ms (0 once lost or closed), or null for a lease that
+/// never expires (`file://`).
 #[napi(catch_unwind)]
-pub fn leased_fill(
-    generator: &External<LeasedGenerator>,
-    mut out: BigUint64ArraySlice,
-) -> Result<()> {
-    // SAFETY: the JavaScript thread is inside this call, so nothing else reads or writes the
-    // typed array's memory meanwhile, and `out` is not used again after this function.
-    let slots = unsafe { out.as_mut() };
-    for slot in slots.iter_mut() {
-        *slot = lease(generator.next_id())?;
-    }
-    Ok(())
+pub fn leased_remaining_ms(generator: &External<LeasedGenerator>) -> Option<f64> {
+    generator
+        .deadline_boot_ms()
+        .map(|deadline| number(deadline.saturating_sub(clockflake_lease::boot_ms())))
 }
 
 /// The leased worker id.

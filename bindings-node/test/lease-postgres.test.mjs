@@ -26,6 +26,7 @@ test('postgres: distinct leased worker ids, reuse after close, ids above the pre
   const ids = a.nextIds(10_000);
   for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1]);
   assert.equal(decode(ids[0]).workerId, a.workerId);
+  assert.ok(a.leaseRemainingMs > 4000 && a.leaseRemainingMs <= 4500, `${a.leaseRemainingMs}`);
   const last = a.nextId();
   const released = a.workerId;
   a.close();
@@ -71,4 +72,103 @@ test('postgres: server down past the TTL -> LEASE_LOST, no id after the deadline
   assert.equal(typeof again.nextId(), 'bigint');
   again.close();
   gen.close(); // a lost generator closes without error
+});
+
+test('postgres: lease lost while a tight loop serves blocks: no id after the deadline (+ one tick and the block margin)', { skip }, () => {
+  const env = { ...process.env };
+  const ttlMs = 1000;
+  const uri = `${url}?app=${app}-c&ttl=1s`;
+  const gen = Generator.open(uri);
+  for (let i = 0; i < 10_000; i++) gen.nextId();
+  const haltedAt = performance.now();
+  execFileSync(script, ['halt'], { env, stdio: 'inherit' });
+  // Any renewal that could still succeed was sent before this: the deadline stays put now.
+  const remaining = gen.leaseRemainingMs;
+  const haltDone = performance.now();
+  const deadline = haltDone + remaining; // on performance.now(), to within a millisecond
+  // When the call that returned the last id began: the id was served at or after it (so a
+  // descheduled test process cannot make a correct generator look late).
+  let lastIdAt = haltDone;
+  let served = 0;
+  let previous = 0n;
+  let error;
+  try {
+    // A tight loop: almost every id comes from a block, without a native call.
+    for (;;) {
+      const asked = performance.now();
+      const id = gen.nextId();
+      lastIdAt = asked;
+      assert.ok(id > previous);
+      previous = id;
+      served++;
+      if (lastIdAt - haltDone > 10_000) break;
+    }
+  } catch (caught) {
+    error = caught;
+  }
+  try {
+    assert.ok(error, 'generation stops');
+    assert.equal(error.code, 'LEASE_LOST', error.message);
+    // The deadline is at most TTL - TTL/10 after the last renewal, sent before haltDone.
+    assert.ok(typeof remaining === 'number' && remaining > 0 && remaining <= ttlMs - ttlMs / 10, `remaining ${remaining}`);
+    // A block may be served one tick past its grant (and a little more where Date.now() and the
+    // lease's time disagree), and none is granted within 2 ticks + 10 ms of the deadline: no id
+    // after the deadline (1.5 ms for reading the boot clock and performance.now() apart).
+    assert.ok(lastIdAt <= deadline + 1.5, `last id ${(lastIdAt - deadline).toFixed(2)} ms after the deadline`);
+    // And ids went on until about then (single ids, each checked, within the margin).
+    assert.ok(lastIdAt > deadline - 100, `stopped ${(deadline - lastIdAt).toFixed(2)} ms before the deadline`);
+    assert.ok(lastIdAt - haltedAt > 500, `stopped early: ${Math.round(lastIdAt - haltedAt)} ms`);
+    assert.ok(served > 100_000, `served ${served}`);
+    assert.throws(() => gen.nextId(), { code: 'LEASE_LOST' });
+    assert.equal(gen.leaseRemainingMs, 0);
+  } finally {
+    execFileSync(script, ['resume'], { env, stdio: 'inherit' });
+  }
+  gen.close();
+});
+
+test('postgres: 50 ms ticks, ids paced 2 per ms: blocks stop 2 ticks + 10 ms before the deadline, so no id after it', { skip }, () => {
+  // With a long tick a block is served for up to 50 ms: without the margin, a block granted just
+  // before the deadline would go on well after it.
+  const layout = {
+    fields: [
+      { name: 'timestamp', bits: 41 },
+      { name: 'worker', bits: 7 },
+      { name: 'sequence', bits: 12 },
+    ],
+    unitMs: 50,
+    epochMs: 1_704_067_200_000,
+  };
+  const env = { ...process.env };
+  const gen = Generator.open(`${url}?app=${app}-d&ttl=1s`, { layout });
+  gen.nextId();
+  execFileSync(script, ['halt'], { env, stdio: 'inherit' });
+  const remaining = gen.leaseRemainingMs;
+  const deadline = performance.now() + remaining;
+  let lastIdAt = 0; // when the call that returned the last id began
+  let served = 0;
+  let error;
+  try {
+    for (let next = performance.now(); ; next += 0.5) {
+      let asked;
+      do asked = performance.now();
+      while (asked < next);
+      gen.nextId();
+      lastIdAt = asked;
+      served++;
+      if (lastIdAt > deadline + 5000) break;
+    }
+  } catch (caught) {
+    error = caught;
+  }
+  try {
+    assert.ok(error, 'generation stops');
+    assert.equal(error.code, 'LEASE_LOST', error.message);
+    assert.ok(served > 100, `served ${served}`);
+    assert.ok(lastIdAt <= deadline + 1.5, `last id ${(lastIdAt - deadline).toFixed(2)} ms after the deadline`);
+    assert.ok(lastIdAt > deadline - 100, `stopped ${(deadline - lastIdAt).toFixed(2)} ms before the deadline`);
+  } finally {
+    execFileSync(script, ['resume'], { env, stdio: 'inherit' });
+  }
+  gen.close();
 });

@@ -50,6 +50,8 @@ test('open: leases distinct worker ids, ids carry them, close releases them for 
     assert.ok(a.isActive && b.isActive);
     assert.equal(a.coordinator, `file://${dir}?app=orders`);
     assert.equal(new Generator({ workerId: 3 }).coordinator, null);
+    assert.equal(a.leaseRemainingMs, null, "a file:// lease never expires");
+    assert.equal(new Generator({ workerId: 3 }).leaseRemainingMs, null);
 
     const fromA = a.nextIds(1000);
     const one = a.nextId();
@@ -267,6 +269,78 @@ test('leased nextIdAt: a full tick refuses with SEQUENCE_EXHAUSTED and the retry
     const back = gen.nextIdAt(t - 3);
     assert.notEqual(decode(back).clockSeq, decode(next).clockSeq);
     assert.ok(!ids.includes(back));
+    gen.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Waits until `Date.now()` has just moved to a new millisecond. */
+function msStart() {
+  const t = Date.now();
+  let now;
+  do now = Date.now();
+  while (now === t);
+  return now;
+}
+
+test('close: no id of a partly served block goes out after close()', () => {
+  const dir = tempDir();
+  try {
+    let sameMs = 0;
+    for (let round = 0; round < 30; round++) {
+      const gen = Generator.open(`file://${dir}?app=close-block-${round}`);
+      gen.nextId(); // the first call of a lease (handover checks) may take longer
+      const start = msStart();
+      gen.nextId(); // a new tick: a block of several ids, one served
+      gen.nextId(); // served from the block
+      gen.close();
+      if (Date.now() === start) sameMs++; // the block's tick still reads: it would serve
+      throwsCoded(() => gen.nextId(), 'GENERATOR_CLOSED');
+      throwsCoded(() => gen.nextIds(2), 'GENERATOR_CLOSED');
+    }
+    // The test proves something only when close() ran inside the block's tick.
+    assert.ok(sameMs >= 5, `close() inside the block's tick in only ${sameMs} of 30 rounds`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('leased: ids from blocks, nextIds and nextIdAt (the clock back too) never repeat', () => {
+  const dir = tempDir();
+  try {
+    const gen = Generator.open(`file://${dir}?app=mixed`);
+    const seen = new Set();
+    const keep = (id) => {
+      assert.ok(!seen.has(id), `duplicate ${id}`);
+      seen.add(id);
+    };
+    let previous = 0n;
+    let explicit = 0;
+    for (let round = 0; round < 2000; round++) {
+      // A run of nextId(): after the first, served from the block, strictly increasing.
+      for (let i = 0; i < 40; i++) {
+        const id = gen.nextId();
+        if (decode(id).clockSeq === decode(previous || id).clockSeq) assert.ok(id > previous);
+        previous = id;
+        keep(id);
+      }
+      // At the tick of the last id (the lease's time, which may read 1 ms ahead of Date.now()):
+      // from the block while it lasts, else from the core, or the tick is full.
+      const tick = decode(previous).timestampMs;
+      try {
+        keep(gen.nextIdAt(tick));
+        explicit++;
+      } catch (error) {
+        assert.equal(error.code, 'SEQUENCE_EXHAUSTED', error.message);
+      }
+      // Back 2 s, five times: another clock sequence each time (8 in all, each reserved 1 s ahead).
+      if (round % 400 === 0) keep(gen.nextIdAt(tick - 2000));
+      for (const id of gen.nextIds(1 + (round % 300))) keep(id);
+      previous = 0n;
+    }
+    assert.ok(seen.size > 2000 * 40);
+    assert.ok(explicit > 1000, `nextIdAt at the block's tick: ${explicit} of 2000`);
     gen.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
