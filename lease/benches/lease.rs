@@ -3,11 +3,13 @@
 //!
 //! The layout has 23 sequence bits, so neither generator ever waits for the next
 //! millisecond: what is measured is the id itself (clock read, checks, compare-and-swap).
+//! The block rows take runs of 256 ids in one step (what the Node binding does) and count
+//! the cost per id, the iteration over the block included.
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use clockflake::{Field, Generator, Layout, Options};
+use clockflake::{Field, Generator, Layout, MonotonicClock, Options};
 use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions};
 
 const IDS: u32 = 2_000_000;
@@ -20,6 +22,23 @@ fn per_id_ns(mut next: impl FnMut() -> u64) -> f64 {
     }
     started.elapsed().as_nanos() as f64 / f64::from(IDS)
 }
+
+/// Per id, taking blocks of `BLOCK` ids.
+fn per_id_ns_blocks<B: Iterator<Item = u64>>(mut next: impl FnMut() -> B) -> f64 {
+    let started = Instant::now();
+    let (mut taken, mut calls) = (0u32, 0u32);
+    // (An error gives an empty block; the call count bounds the loop.)
+    while taken < IDS && calls < IDS {
+        calls += 1;
+        for id in next() {
+            black_box(id);
+            taken += 1;
+        }
+    }
+    started.elapsed().as_nanos() as f64 / f64::from(taken)
+}
+
+const BLOCK: u64 = 256;
 
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -44,11 +63,20 @@ fn main() -> Result<(), LeaseError> {
     let uri = format!("file://{}?app=bench", dir.display());
     let fixed = Generator::new(layout, 1, Options::default())?;
     let leased = open(&uri, layout, LeaseOptions::default())?;
+    let clock = MonotonicClock::new();
     let mut rows: Vec<(&str, Vec<f64>)> = vec![
         ("static `Generator::next_id`", Vec::new()),
         ("leased `LeasedGenerator::next_id` (file://)", Vec::new()),
         (
             "leased `LeasedGenerator::try_next_id` (file://)",
+            Vec::new(),
+        ),
+        (
+            "static `Generator::try_next_block_with` (blocks of 256, per id)",
+            Vec::new(),
+        ),
+        (
+            "leased `LeasedGenerator::next_block` (file://, blocks of 256, per id)",
             Vec::new(),
         ),
     ];
@@ -58,6 +86,15 @@ fn main() -> Result<(), LeaseError> {
         rows[2]
             .1
             .push(per_id_ns(|| leased.try_next_id().unwrap_or(0)));
+        rows[3].1.push(per_id_ns_blocks(|| {
+            fixed
+                .try_next_block_with(&clock, BLOCK)
+                .into_iter()
+                .flatten()
+        }));
+        rows[4].1.push(per_id_ns_blocks(|| {
+            leased.next_block(BLOCK).into_iter().flatten()
+        }));
     }
     let base = median(rows[0].1.clone());
     println!("| generator | median ns/id | ratio to static |");
