@@ -13,7 +13,7 @@
 // than two ticks + 10 ms away (closer, one id checked like any other), and the block is served
 // only while `Date.now()`, shifted onto the lease's time base, reads its tick. So every id still
 // goes out before the lease deadline, and no native call is made per id. `close()` empties the
-// block first.
+// block first, and a timer drops a block left idle (see `#leasedRefill`).
 
 const native = require('./binding.js');
 
@@ -369,6 +369,8 @@ class Generator {
   #end = -Infinity;
   /** A leased generator's block tick start, on the lease's time (Unix ms). */
   #tick = Infinity;
+  /** A leased generator: whether a timer to drop an idle block is pending. */
+  #dropArmed = false;
 
   /**
    * @param {object} options `{ workerId, layout?, onRollback?, maxWaitMs?, maxDriftMs?, clock? }`
@@ -675,6 +677,26 @@ class Generator {
     this.#tick = this.#meta[0];
     this.#low = start;
     this.#end = start + this.#record.unitMs;
+    if (count > 1 && !this.#dropArmed) {
+      // Drop the block once the event loop is free a tick + 5 ms later, well inside the lease's
+      // block margin (2 ticks + 10 ms): if the system clock stepped back and then read the
+      // block's tick again while this generator sat idle, the rest of the block would go out
+      // then, maybe past the deadline. Unref'd (keeps no process or thread alive), and it
+      // holds the generator weakly (never delays its collection).
+      this.#dropArmed = true;
+      setTimeout(Generator.#dropBlock, this.#record.unitMs + 5, new WeakRef(this)).unref();
+    }
+  }
+
+  /** The timer of `#leasedRefill`: empties the block (a busy caller just takes a new one). */
+  static #dropBlock(ref) {
+    const gen = ref.deref();
+    if (gen === undefined) return;
+    gen.#dropArmed = false;
+    gen.#pos = 0;
+    gen.#count = 0;
+    gen.#low = Infinity;
+    gen.#end = -Infinity;
   }
 
   /** Waits until the clock reads `atMs` (sleeps for the long part, spins for the last 2 ms). */

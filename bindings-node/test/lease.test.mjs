@@ -346,3 +346,36 @@ test('leased: ids from blocks, nextIds and nextIdAt (the clock back too) never r
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('leased: an idle block is dropped, so a clock stepping back to its tick later serves nothing from it', async () => {
+  const dir = tempDir();
+  const realNow = Date.now;
+  try {
+    const gen = Generator.open(`file://${dir}?app=idle-block`);
+    gen.nextId();
+    let stale = 0;
+    let tried = 0;
+    for (let round = 0; round < 9; round++) {
+      const start = msStart();
+      const first = gen.nextId(); // a new tick: a block of 16, one served
+      const at = Date.now();
+      if (at !== start) continue; // the tick moved on already
+      tried++;
+      await new Promise((resolve) => setTimeout(resolve, 30)); // idle
+      // The system clock steps back to the block's tick (Date.now() only: the lease's own clock
+      // runs on CLOCK_BOOTTIME and goes on). The block's window on Date.now() is the ms of the
+      // grant, give or take one for the two clocks' rounding: try each, one per block.
+      const back = at + [0, -1, 1][round % 3];
+      Date.now = () => back;
+      const id = gen.nextId();
+      Date.now = realNow;
+      if (decode(id).timestampMs < decode(first).timestampMs + 20) stale++;
+    }
+    assert.ok(tried >= 3, `only ${tried} rounds inside one ms`);
+    assert.equal(stale, 0, 'ids served from a block after its generator sat idle past the tick');
+    gen.close();
+  } finally {
+    Date.now = realNow;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
