@@ -285,6 +285,12 @@ const BLOCK = 4096;
  * writing 4,096, and a busy one reaches whole blocks after a few calls.
  */
 const FIRST_BLOCK = 16;
+/**
+ * The first take of a tick by a leased generator asks for one id (then 16, 64, ... as above):
+ * a caller that needs one id now and then leaves no block behind, so it arms no timer to drop
+ * one (see `#leasedRefill`).
+ */
+const FIRST_LEASED_BLOCK = 1;
 /** Most ids one `nextIds` call returns. */
 const MAX_BATCH = 1 << 26;
 const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
@@ -621,7 +627,12 @@ class Generator {
   #refill(now, wait, needed) {
     if (this.#closed) throw closedError();
     // Still inside the block's tick: the caller keeps this tick busy, so ask for more.
-    const want = now < this.#end && now >= this.#low ? Math.min(this.#want * 4, BLOCK) : FIRST_BLOCK;
+    const want =
+      now < this.#end && now >= this.#low
+        ? Math.min(Math.max(this.#want * 4, FIRST_BLOCK), BLOCK)
+        : this.#lease === null
+          ? FIRST_BLOCK
+          : FIRST_LEASED_BLOCK;
     this.#want = Math.max(want, Math.min(needed, BLOCK));
     if (this.#lease !== null) {
       this.#leasedRefill();

@@ -292,7 +292,8 @@ test('close: no id of a partly served block goes out after close()', () => {
       const gen = Generator.open(`file://${dir}?app=close-block-${round}`);
       gen.nextId(); // the first call of a lease (handover checks) may take longer
       const start = msStart();
-      gen.nextId(); // a new tick: a block of several ids, one served
+      gen.nextId(); // a new tick: one id (a leased generator's first take of a tick)
+      gen.nextId(); // the same tick: a block of 16, one served
       gen.nextId(); // served from the block
       gen.close();
       if (Date.now() === start) sameMs++; // the block's tick still reads: it would serve
@@ -357,7 +358,8 @@ test('leased: an idle block is dropped, so a clock stepping back to its tick lat
     let tried = 0;
     for (let round = 0; round < 9; round++) {
       const start = msStart();
-      const first = gen.nextId(); // a new tick: a block of 16, one served
+      gen.nextId(); // a new tick: one id
+      const first = gen.nextId(); // the same tick: a block of 16, one served
       const at = Date.now();
       if (at !== start) continue; // the tick moved on already
       tried++;
