@@ -635,7 +635,7 @@ class Generator {
           : FIRST_LEASED_BLOCK;
     this.#want = Math.max(want, Math.min(needed, BLOCK));
     if (this.#lease !== null) {
-      this.#leasedRefill();
+      this.#leasedRefill(now);
       return;
     }
     for (;;) {
@@ -671,12 +671,29 @@ class Generator {
    * `[#low, #end)`: its tick, moved onto `Date.now()`'s time base by the native side, whatever
    * the rollback policy.
    */
-  #leasedRefill() {
+  #leasedRefill(now) {
     // Nothing of the old block survives a refusal.
     this.#pos = 0;
     this.#count = 0;
     this.#low = Infinity;
     this.#end = -Infinity;
+    if (this.#want === 1) {
+      // The first id of a tick: one plain native call, checked like any id; the caller takes
+      // it at once. The window (on Date.now(), close enough) only tells the next call whether
+      // this tick keeps the generator busy, so that it asks for a block.
+      let id;
+      try {
+        id = native.leasedNextId(this.#lease);
+      } catch (error) {
+        throw fromNative(error);
+      }
+      this.#buffer[0] = id;
+      this.#count = 1;
+      const unit = this.#record.unitMs;
+      this.#low = now - ((now - this.#record.epochMs) % unit);
+      this.#end = this.#low + unit;
+      return;
+    }
     let count;
     try {
       count = native.leasedTake(this.#lease, this.#buffer, this.#want);

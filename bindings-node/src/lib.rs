@@ -517,6 +517,14 @@ pub fn resolve_options(
     Ok(generator_options_of(&probe))
 }
 
+/// The next id of a leased generator, checked like every id (`LeasedGenerator::next_id`): what
+/// JavaScript calls for the first id of a tick, where a block would cost more to take (a typed
+/// array argument) than it saves. Waits out a full tick and a handover.
+#[napi(catch_unwind)]
+pub fn leased_next_id(generator: &External<LeasedGenerator>) -> Result<u64> {
+    lease(generator.next_id())
+}
+
 /// Takes the next block of a leased generator into `out`, as `take` does for a fixed worker
 /// id: consecutive ids of one tick, at least one, up to `max_count` and the buffer's size
 /// (waits out a full tick and a handover; refuses once the lease is lost or closed). The
