@@ -498,3 +498,13 @@ impl clockflake::Clock for Behind {
         wall_ms() - self.0
     }
 }
+
+#[test]
+fn an_invalid_uri_names_every_coordinator_scheme() {
+    let error = open("ftp://host/ids", Layout::CLOCKSEQ, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_URI");
+    let message = error.to_string();
+    for scheme in ["file:///", "postgres://", "zookeeper://"] {
+        assert!(message.contains(scheme), "{message}");
+    }
+}
