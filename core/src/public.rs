@@ -141,9 +141,14 @@ impl PublicIds {
         let invalid = |problem| Err(Error::InvalidPublicId(problem));
         let bytes = text.as_bytes();
         if bytes.len() != TEXT_LEN {
-            return invalid(PublicIdProblem::WrongLength {
-                found: text.chars().count(),
-            });
+            let found = text.chars().count();
+            // 16 characters in more than 16 bytes: the length is right, a character is not.
+            if let (TEXT_LEN, Some((at, bad))) =
+                (found, text.char_indices().find(|(_, c)| !c.is_ascii()))
+            {
+                return invalid(PublicIdProblem::BadCharacter { found: bad, at });
+            }
+            return invalid(PublicIdProblem::WrongLength { found });
         }
         let mut symbols = [0u8; TEXT_LEN];
         for (at, (&byte, symbol)) in bytes.iter().zip(&mut symbols).enumerate() {
