@@ -31,8 +31,13 @@ pub struct Leased {
     layout: Layout,
     options: LeaseOptions,
     policy: Policy,
-    /// `None` only while being dropped.
-    slot: RwLock<Option<Slot>>,
+    /// The lease `Generator.open` took, used in the process that took it (`None` only while
+    /// being dropped). The fast path reads it without a lock.
+    original: Option<Arc<LeasedGenerator>>,
+    /// The fork generation of the process that took `original`.
+    generation: u64,
+    /// In a forked child: the child's own lease.
+    relet: RwLock<Option<Slot>>,
     /// The fork generation a thread is leasing a new worker id for (0: none). A claim left
     /// by a thread of the parent process carries an older generation and is taken over.
     claim: AtomicU64,
@@ -92,10 +97,9 @@ impl Leased {
             uri,
             layout,
             options,
-            slot: RwLock::new(Some(Slot {
-                generation,
-                lease: Arc::new(lease),
-            })),
+            original: Some(Arc::new(lease)),
+            generation,
+            relet: RwLock::new(None),
             claim: AtomicU64::new(0),
             closed: AtomicBool::new(false),
         })
@@ -106,17 +110,12 @@ impl Leased {
     /// when the tick is full or a handover must wait.
     #[inline]
     pub fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
-        let generation = fork_generation();
-        let refused = match &*read(&self.slot) {
-            Some(slot) if slot.generation == generation => match slot.lease.try_next_id() {
-                Ok(id) => return Ok(id),
-                Err(error) => Some((Arc::clone(&slot.lease), error)),
+        match &self.original {
+            Some(lease) if fork_generation() == self.generation => match lease.try_next_id() {
+                Ok(id) => Ok(id),
+                Err(error) => self.after_refusal(py, Arc::clone(lease), error),
             },
-            _ => None,
-        };
-        match refused {
-            Some((lease, error)) => self.after_refusal(py, lease, error),
-            None => self.next_id_slow(py),
+            _ => self.next_id_slow(py),
         }
     }
 
@@ -173,19 +172,22 @@ impl Leased {
         Ok(self.current(py)?.worker_id())
     }
 
-    /// The worker id for `repr()`: never leases; `None` in a child that has not re-leased yet.
+    /// The worker id for `repr()`: never leases; `None` in a child that has not leased yet.
     pub fn worker_id_if_current(&self) -> Option<u64> {
         let generation = fork_generation();
-        read(&self.slot)
+        if generation == self.generation {
+            return self.original.as_ref().map(|lease| lease.worker_id());
+        }
+        read(&self.relet)
             .as_ref()
             .filter(|slot| slot.generation == generation)
             .map(|slot| slot.lease.worker_id())
     }
 
     pub fn coordinator(&self) -> String {
-        read(&self.slot)
+        self.original
             .as_ref()
-            .map_or_else(String::new, |slot| slot.lease.coordinator().to_owned())
+            .map_or_else(String::new, |lease| lease.coordinator().to_owned())
     }
 
     pub fn layout(&self) -> &Layout {
@@ -206,21 +208,30 @@ impl Leased {
     pub fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.closed.store(true, Ordering::SeqCst);
         let generation = fork_generation();
-        let lease = match &*read(&self.slot) {
-            Some(slot) if slot.generation == generation => Arc::clone(&slot.lease),
-            Some(slot) => {
-                slot.lease.invalidate_after_fork();
-                return Ok(());
-            }
-            None => return Ok(()),
+        let lease = if generation == self.generation {
+            self.original.clone()
+        } else {
+            self.invalidate_inherited(generation);
+            read(&self.relet)
+                .as_ref()
+                .filter(|slot| slot.generation == generation)
+                .map(|slot| Arc::clone(&slot.lease))
         };
-        Ok(py.detach(move || lease.close()).map_err(Refusal::from)?)
+        match lease {
+            Some(lease) => Ok(py.detach(move || lease.close()).map_err(Refusal::from)?),
+            None => Ok(()),
+        }
     }
 
     /// The lease of this process: the one held, or in a forked child a new one.
     fn current(&self, py: Python<'_>) -> PyResult<Arc<LeasedGenerator>> {
         let generation = fork_generation();
-        if let Some(slot) = &*read(&self.slot) {
+        if generation == self.generation {
+            if let Some(lease) = &self.original {
+                return Ok(Arc::clone(lease));
+            }
+        }
+        if let Some(slot) = &*read(&self.relet) {
             if slot.generation == generation {
                 return Ok(Arc::clone(&slot.lease));
             }
@@ -228,17 +239,31 @@ impl Leased {
         self.lease_after_fork(py, generation)
     }
 
+    /// Marks every lease taken in an ancestor process as the parent's (idempotent).
+    fn invalidate_inherited(&self, generation: u64) {
+        if generation != self.generation {
+            if let Some(lease) = &self.original {
+                lease.invalidate_after_fork();
+            }
+        }
+        if let Some(slot) = &*read(&self.relet) {
+            if slot.generation != generation {
+                slot.lease.invalidate_after_fork();
+            }
+        }
+    }
+
     /// In a forked child: invalidate the parent's lease here and lease a new worker id for the
     /// same URI. One thread leases; the others wait for it without the GIL.
     #[cold]
     fn lease_after_fork(&self, py: Python<'_>, generation: u64) -> PyResult<Arc<LeasedGenerator>> {
         loop {
-            if let Some(slot) = &*read(&self.slot) {
+            if let Some(slot) = &*read(&self.relet) {
                 if slot.generation == generation {
                     return Ok(Arc::clone(&slot.lease));
                 }
-                slot.lease.invalidate_after_fork();
             }
+            self.invalidate_inherited(generation);
             if self.closed.load(Ordering::SeqCst) {
                 return Err(Refusal::from(LeaseError::Closed).into());
             }
@@ -266,12 +291,12 @@ impl Leased {
                 return Err(Refusal::from(error).into());
             }
         };
-        let previous = write(&self.slot).replace(Slot {
+        let previous = write(&self.relet).replace(Slot {
             generation,
             lease: Arc::clone(&fresh),
         });
         if let Some(previous) = previous {
-            // The parent's lease: never dropped here (see the module docs).
+            // An ancestor's lease: never dropped here (see the module docs).
             std::mem::forget(previous.lease);
         }
         self.claim.store(0, Ordering::SeqCst);
@@ -287,23 +312,34 @@ impl Leased {
 
 impl Drop for Leased {
     fn drop(&mut self) {
-        let slot = self
-            .slot
+        let generation = fork_generation();
+        let relet = self
+            .relet
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .take();
-        let Some(slot) = slot else { return };
-        if slot.generation != fork_generation() {
-            // The parent's lease, inherited by this child: leave it alone.
-            std::mem::forget(slot.lease);
+        let mine = [
+            self.original.take().map(|lease| (self.generation, lease)),
+            relet.map(|slot| (slot.generation, slot.lease)),
+        ];
+        let mut pending = Vec::new();
+        for (taken_in, lease) in mine.into_iter().flatten() {
+            if taken_in == generation {
+                pending.push(lease);
+            } else {
+                // An ancestor's lease, inherited by this process: leave it alone.
+                std::mem::forget(lease);
+            }
+        }
+        if pending.is_empty() {
             return;
         }
-        // Dropping the last reference stops the renewal thread and stores the state: a
-        // join and some I/O, done without the GIL when this thread holds it.
-        let mut pending = Some(slot.lease);
+        // Dropping the last reference stops the renewal thread and stores the state: a join
+        // and some I/O, done without the GIL when this thread holds it.
+        let mut pending = Some(pending);
         let _ = Python::try_attach(|py| {
-            if let Some(lease) = pending.take() {
-                py.detach(move || drop(lease));
+            if let Some(leases) = pending.take() {
+                py.detach(move || drop(leases));
             }
         });
         drop(pending);

@@ -351,6 +351,50 @@ def test_os_fork_parent_and_child_both_generate_under_different_worker_ids(tmp_p
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_threads_of_a_forked_child_share_the_childs_one_new_lease(tmp_path: Path) -> None:
+    gen = Generator.open(uri(tmp_path))
+    parent_ids = gen.next_ids(1000)
+    out = tmp_path / "child.json"
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            results: list[list[int]] = [[] for _ in range(4)]
+            barrier = threading.Barrier(4)
+
+            def work(mine: list[int]) -> None:
+                barrier.wait()  # all four race for the child's first call
+                mine.extend(gen.next_id() for _ in range(20_000))
+
+            threads = [threading.Thread(target=work, args=(mine,)) for mine in results]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            every = [id for mine in results for id in mine]
+            out.write_text(json.dumps({
+                "workers": sorted({decode(id).worker_id for id in every}),
+                "count": len(every),
+                "unique": len(set(every)),
+                "overlap": len(set(every) & set(parent_ids)),
+                "locked": sorted(p.name for p in (tmp_path / "orders").glob("*.lock") if lock_is_held(p)),
+                "files": sorted(p.name for p in (tmp_path / "orders").glob("*.lock")),
+            }))
+            status = 0
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    report = json.loads(out.read_text())
+    # One new worker id for the whole child (not one per thread), never the parent's.
+    assert report["workers"] == [1]
+    assert report["count"] == report["unique"] == 80_000 and report["overlap"] == 0
+    # Seen from the child: the parent's lock and the child's own; no thread leased a third.
+    assert report["locked"] == report["files"] == ["worker-0.lock", "worker-1.lock"]
+    gen.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_child_closing_an_inherited_generator_leaves_the_parents_lease_alone(tmp_path: Path) -> None:
     gen = Generator.open(uri(tmp_path))
     first = gen.next_id()
