@@ -454,3 +454,44 @@ def test_postgres_leases(tmp_path: Path) -> None:
     with Generator.open(base) as again:
         assert again.worker_id in (worker, b.worker_id)
         assert not set(again.next_ids(10_000)) & set(ids)
+
+
+@pytest.mark.skipif(not PG_URL or not hasattr(os, "fork"), reason="CLOCKFLAKE_PG_URL not set, or no os.fork")
+def test_postgres_fork_child_leases_over_its_own_connection(tmp_path: Path) -> None:
+    """The child inherits the parent's database socket; it must neither use nor close it. Both
+    generate for longer than the TTL, so both renew: the parent's lease must survive."""
+    import time
+
+    base = f"{PG_URL}?app=python-fork-{os.getpid()}&ttl=1s"
+    gen = Generator.open(base)
+    out = tmp_path / "child.ids"
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            ids = array("q")
+            end = time.monotonic() + 2.5
+            while time.monotonic() < end:
+                ids.extend(gen.next_ids(100))
+                time.sleep(0.001)
+            out.write_bytes(ids.tobytes())
+            (tmp_path / "child.worker").write_text(str(gen.worker_id))
+            gen.close()
+            status = 0
+        finally:
+            os._exit(status)
+    parent: list[int] = []
+    end = time.monotonic() + 2.5
+    while time.monotonic() < end:
+        parent.extend(gen.next_ids(100))
+        time.sleep(0.001)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    child = array("q")
+    child.frombytes(out.read_bytes())
+    assert int((tmp_path / "child.worker").read_text()) != gen.worker_id
+    every = parent + list(child)
+    assert len(child) > 1000 and len(set(every)) == len(every)
+    time.sleep(1.2)  # past a TTL after the child's exit: the parent's renewals still work
+    assert gen.next_id() > parent[-1]
+    gen.close()
