@@ -495,3 +495,34 @@ def test_postgres_fork_child_leases_over_its_own_connection(tmp_path: Path) -> N
     time.sleep(1.2)  # past a TTL after the child's exit: the parent's renewals still work
     assert gen.next_id() > parent[-1]
     gen.close()
+
+
+@pytest.mark.skipif(not PG_URL, reason="CLOCKFLAKE_PG_URL not set")
+def test_postgres_a_lease_taken_away_raises_lease_lost() -> None:
+    """Another owner takes the row (as a rival would after an expiry): the next renewal matches
+    no row, and from then on every call raises LeaseLostError; the generator stays dead."""
+    import subprocess
+    import time
+
+    from clockflake import LeaseLostError
+
+    app = f"python-lost-{os.getpid()}"
+    gen = Generator.open(f"{PG_URL}?app={app}&ttl=1s")
+    gen.next_id()
+    psql = "/usr/lib/postgresql/15/bin/psql"
+    subprocess.run(
+        [psql, "-q", "-v", "ON_ERROR_STOP=1", PG_URL or "", "-c",
+         f"UPDATE clockflake_leases SET owner = 'thief', epoch = epoch + 1 WHERE app = '{app}' AND worker_id = {gen.worker_id}"],
+        check=True,
+    )
+    deadline = time.monotonic() + 3
+    with pytest.raises(LeaseLostError) as caught:
+        while time.monotonic() < deadline:  # renewals run every ttl/4
+            gen.next_id()
+            time.sleep(0.01)
+    error = caught.value
+    assert error.code == "LEASE_LOST" and isinstance(error, RuntimeError) and not isinstance(error, ValueError)
+    assert str(error).startswith("lease lost:")
+    with pytest.raises(LeaseLostError):
+        gen.next_id()
+    gen.close()
