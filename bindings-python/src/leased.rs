@@ -5,8 +5,10 @@
 //! bumps `FORK_GENERATION`; every call compares it with the generation its lease was taken
 //! in, and in a child the first call invalidates the inherited lease (without touching the
 //! parent's lock file, connection or state) and leases a new worker id for the same URI. The
-//! inherited lease is never dropped in the child (dropping it would unlock the parent's lock
-//! file descriptor, which the child shares), only forgotten.
+//! inherited lease is never dropped in the child, only forgotten: its lock file descriptor and
+//! database socket are shared with the parent, and its mutexes may have been held by parent
+//! threads at the fork. Invalidation is done at that first call rather than in the at-fork
+//! hook, so that the hook takes no lock; nothing reaches the inherited lease before it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
