@@ -11,6 +11,7 @@ import os
 import pickle
 import sys
 import threading
+import time
 from array import array
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,44 @@ def test_threads_share_one_leased_generator(tmp_path: Path) -> None:
             t.join()
     every = [id for out in results for id in out]
     assert len(every) == 420_000 and len(set(every)) == len(every)
+
+
+def gil_free_progress(call: Any) -> int:
+    """How far another Python thread gets while `call()` runs. With a switch interval longer
+    than the call, it gets nowhere unless the call releases the GIL (a C call that holds it,
+    such as sorted() of a big list, scores 0)."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.5)
+    try:
+        done = threading.Event()
+        counter = [0]
+
+        def other() -> None:
+            while not done.is_set():
+                counter[0] += 1
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        while counter[0] == 0:
+            time.sleep(0.001)
+        before = counter[0]
+        call()
+        during = counter[0] - before
+        done.set()
+        thread.join()
+        return during
+    finally:
+        sys.setswitchinterval(old)
+
+
+def test_a_leased_batch_waits_for_ticks_without_the_gil(tmp_path: Path) -> None:
+    """next_ids(400_000) takes at least 98 ticks (4096 ids per ms), all without the GIL."""
+    floats = [float(i % 7) for i in range(300_000)]
+    assert gil_free_progress(lambda: sorted(floats)) == 0  # the probe works
+    with Generator.open(uri(tmp_path)) as gen:
+        ids: list[int] = []
+        assert gil_free_progress(lambda: ids.extend(gen.next_ids(400_000))) > 0
+        assert len(set(ids)) == 400_000
 
 
 # --- processes -------------------------------------------------------------------------------
@@ -502,7 +541,6 @@ def test_postgres_a_lease_taken_away_raises_lease_lost() -> None:
     """Another owner takes the row (as a rival would after an expiry): the next renewal matches
     no row, and from then on every call raises LeaseLostError; the generator stays dead."""
     import subprocess
-    import time
 
     from clockflake import LeaseLostError
 
