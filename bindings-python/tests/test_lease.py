@@ -499,8 +499,6 @@ def test_postgres_leases(tmp_path: Path) -> None:
 def test_postgres_fork_child_leases_over_its_own_connection(tmp_path: Path) -> None:
     """The child inherits the parent's database socket; it must neither use nor close it. Both
     generate for longer than the TTL, so both renew: the parent's lease must survive."""
-    import time
-
     base = f"{PG_URL}?app=python-fork-{os.getpid()}&ttl=1s"
     gen = Generator.open(base)
     out = tmp_path / "child.ids"
