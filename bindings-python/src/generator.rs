@@ -4,8 +4,6 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use clockflake_lease::LeaseError;
-
 use clockflake::{Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -208,7 +206,13 @@ fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, at_ms: u64) -> PyResult<
 #[cold]
 fn not_current(mine: u64) -> PyErr {
     if mine == CLOSED {
-        Refusal::from(LeaseError::Closed).into()
+        Refusal {
+            code: "GENERATOR_CLOSED",
+            input: false,
+            message: "generator closed: close() was called".to_owned(),
+            retry_at_ms: None,
+        }
+        .into()
     } else {
         Refusal::from(Error::WorkerIdInvalidated).into()
     }

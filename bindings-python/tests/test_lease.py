@@ -118,8 +118,9 @@ def test_a_static_generator_closes_too() -> None:
         gen.next_id()
     with pytest.raises(GeneratorClosedError):
         gen.next_id()
-    with pytest.raises(GeneratorClosedError):
+    with pytest.raises(GeneratorClosedError) as caught:
         gen.state()
+    assert caught.value.code == "GENERATOR_CLOSED" and str(caught.value) == "generator closed: close() was called"
     assert gen.coordinator is None
 
 
