@@ -3,6 +3,7 @@
 #   make test-python    shared vectors + binding tests (pytest), stubtest, and an install-as-a-user smoke test
 #   make demo-python    a few ids with their decoded fields
 #   make test-python-pg the PostgreSQL lease tests (optional: starts a throwaway cluster)
+#   make test-python-zk the ZooKeeper lease test (optional: starts a throwaway server)
 #   make bench-python   throughput and per-call costs against PyPI peers (installs the peers; not part of make test)
 
 PY_DIR := $(ROOT)/bindings-python
@@ -55,3 +56,13 @@ test-python-pg: build-python
 	$(ROOT)/scripts/postgres.sh start; \
 	export CLOCKFLAKE_PG_URL=$$($(ROOT)/scripts/postgres.sh url); \
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py -k postgres
+
+# Optional: the ZooKeeper lease test of the Python package against a throwaway server
+# (scripts/zookeeper.sh installs Debian's zookeeper if missing; always stopped afterwards).
+.PHONY: test-python-zk
+test-python-zk: build-python
+	export CLOCKFLAKE_ZK_DIR=$$(mktemp -d /tmp/clockflake-python-zk.XXXXXX); \
+	trap '$(ROOT)/scripts/zookeeper.sh stop' EXIT; \
+	$(ROOT)/scripts/zookeeper.sh start >/dev/null; \
+	export CLOCKFLAKE_ZK_URL=$$($(ROOT)/scripts/zookeeper.sh url); \
+	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py -k zookeeper

@@ -563,3 +563,59 @@ def test_postgres_a_lease_taken_away_raises_lease_lost() -> None:
     with pytest.raises(LeaseLostError):
         gen.next_id()
     gen.close()
+
+
+# --- ZooKeeper (when make provides one) ------------------------------------------------------
+
+ZK_URL = os.environ.get("CLOCKFLAKE_ZK_URL")
+
+
+@pytest.mark.skipif(not ZK_URL, reason="CLOCKFLAKE_ZK_URL not set (make test-python-zk starts a server)")
+def test_zookeeper_leases() -> None:
+    base = f"{ZK_URL}/clockflake/python-{os.getpid()}?ttl=2s"
+    with Generator.open(base) as a, Generator.open(base) as b:
+        assert a.worker_id != b.worker_id
+        ids = a.next_ids(10_000) + [b.next_id() for _ in range(10_000)]
+        assert len(set(ids)) == 20_000
+    with Generator.open(base) as again:
+        assert not set(again.next_ids(10_000)) & set(ids)
+
+
+@pytest.mark.skipif(not ZK_URL or not hasattr(os, "fork"), reason="CLOCKFLAKE_ZK_URL not set, or no os.fork")
+def test_zookeeper_forked_child(tmp_path: Path) -> None:
+    """The child should lease its own worker id, as with file:// and postgres://. Known
+    limitation of the lease crate today: once a process has used zookeeper://, a forked child
+    cannot connect to ZooKeeper at all (even with a fresh Generator.open: "connect: timeout").
+    The child then gets a clear CoordinatorUnavailableError, never the parent's worker id, and
+    the parent is unaffected. This test xfails on that and passes once it is fixed."""
+    base = f"{ZK_URL}/clockflake/python-fork-{os.getpid()}?ttl=2s"
+    gen = Generator.open(base)
+    out = tmp_path / "child.json"
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            report: dict[str, Any] = {}
+            try:
+                report["ids"] = gen.next_ids(20_000)
+                report["worker_id"] = gen.worker_id
+                gen.close()
+            except ClockflakeError as error:
+                report["error"] = error.code
+            out.write_text(json.dumps(report))
+            status = 0
+        finally:
+            os._exit(status)
+    parent = gen.next_ids(20_000)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    report = json.loads(out.read_text())
+    assert gen.next_id() > parent[-1]  # the parent goes on, whatever happened in the child
+    worker = gen.worker_id
+    gen.close()
+    if "error" in report:
+        assert report["error"] == "COORDINATOR_UNAVAILABLE"
+        pytest.xfail("zookeeper:// cannot connect from a forked child (lease crate limitation)")
+    assert report["worker_id"] != worker
+    every = parent + report["ids"]
+    assert len(report["ids"]) == 20_000 and len(set(every)) == len(every)
