@@ -2,6 +2,8 @@
 #   make setup-python   virtualenv $(ROOT)/.venv with maturin, pytest, hypothesis, mypy; builds the extension into it
 #   make test-python    shared vectors + binding tests (pytest), stubtest, and an install-as-a-user smoke test
 #   make demo-python    a few ids with their decoded fields
+#   make test-python-pg the PostgreSQL lease tests (starts a throwaway cluster; part of make test)
+#   make test-python-zk the ZooKeeper lease tests (starts a throwaway server; part of make test)
 #   make bench-python   throughput and per-call costs against PyPI peers (installs the peers; not part of make test)
 
 PY_DIR := $(ROOT)/bindings-python
@@ -43,3 +45,27 @@ bench-python: build-python
 DEMO_TARGETS += demo-python
 TEST_TARGETS += test-python
 BENCH_TARGETS += bench-python
+
+# The PostgreSQL lease tests of the Python package (a fork over row leases, a row taken away)
+# against a throwaway cluster (scripts/postgres.sh installs PostgreSQL 15 from apt if missing;
+# always stopped afterwards).
+.PHONY: test-python-pg
+test-python-pg: build-python
+	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-python-pg.XXXXXX); \
+	trap '$(ROOT)/scripts/postgres.sh stop' EXIT; \
+	$(ROOT)/scripts/postgres.sh start; \
+	export CLOCKFLAKE_PG_URL=$$($(ROOT)/scripts/postgres.sh url); \
+	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py -k postgres
+
+# The ZooKeeper lease tests of the Python package (including the refusal in a forked child)
+# against a throwaway server
+# (scripts/zookeeper.sh installs Debian's zookeeper if missing; always stopped afterwards).
+.PHONY: test-python-zk
+test-python-zk: build-python
+	export CLOCKFLAKE_ZK_DIR=$$(mktemp -d /tmp/clockflake-python-zk.XXXXXX); \
+	trap '$(ROOT)/scripts/zookeeper.sh stop' EXIT; \
+	$(ROOT)/scripts/zookeeper.sh start >/dev/null; \
+	export CLOCKFLAKE_ZK_URL=$$($(ROOT)/scripts/zookeeper.sh url); \
+	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py -k zookeeper
+
+TEST_TARGETS += test-python-pg test-python-zk

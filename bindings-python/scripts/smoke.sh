@@ -2,7 +2,7 @@
 # Installs the package as a user would, into fresh virtualenvs outside the source tree:
 #   1. `pip install ./bindings-python` (pip runs maturin through the PEP 517 build backend);
 #   2. a wheel from `maturin build --release`, installed with pip.
-# Each time: import clockflake, make an id, decode it. CARGO_TARGET_DIR (set by make) lets the
+# Each time: import clockflake, make an id, decode it, lease a worker id, encode a public id. CARGO_TARGET_DIR (set by make) lets the
 # builds reuse the compiled crates instead of starting from scratch.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,6 +23,12 @@ try:
     decode(-1)
 except clockflake.InvalidIdError as error:
     assert error.code == "INVALID_ID" and isinstance(error, ValueError)
+import tempfile
+with tempfile.TemporaryDirectory() as d:
+    with Generator.open(f"file://{d}?app=smoke") as leased:
+        assert decode(leased.next_id()).worker_id == leased.worker_id == 0
+codec = clockflake.PublicIds(1, bytes(16))
+assert codec.decode_text(codec.encode_text(id)) == id
 print(f"smoke: {clockflake.__file__}: {id} -> {parts}")
 PY
   )

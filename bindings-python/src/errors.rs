@@ -42,6 +42,17 @@ impl From<clockflake::Error> for Refusal {
     }
 }
 
+impl From<clockflake_lease::LeaseError> for Refusal {
+    fn from(error: clockflake_lease::LeaseError) -> Refusal {
+        Refusal {
+            code: error.code(),
+            input: error.is_input_error(),
+            message: error.to_string(),
+            retry_at_ms: error.retry_at_ms(),
+        }
+    }
+}
+
 impl From<Refusal> for PyErr {
     #[cold]
     fn from(refusal: Refusal) -> PyErr {
@@ -70,6 +81,26 @@ fn raise(py: Python<'_>, refusal: Refusal) -> PyErr {
     } else {
         PyRuntimeError::new_err(text)
     }
+}
+
+/// One sample error per code the lease crate adds, with whether it is an input error.
+pub fn lease_samples() -> Vec<(&'static str, bool)> {
+    use clockflake_lease::LeaseError;
+    let errors = [
+        LeaseError::InvalidUri {
+            uri: String::new(),
+            reason: String::new(),
+        },
+        LeaseError::CoordinatorUnavailable {
+            coordinator: String::new(),
+            reason: String::new(),
+        },
+        LeaseError::Closed,
+    ];
+    errors
+        .iter()
+        .map(|error| (error.code(), error.is_input_error()))
+        .collect()
 }
 
 /// One sample error per core code, with whether core calls it an input error: the tests check
@@ -128,6 +159,9 @@ pub fn samples() -> Vec<(&'static str, bool)> {
         Error::WorkerIdInvalidated,
         Error::LeaseLost,
         Error::WorkerPoolExhausted { workers: 0 },
+        Error::InvalidPublicId(clockflake::PublicIdProblem::ChecksumMismatch),
+        Error::UnknownKeyVersion { version: 0 },
+        Error::InvalidKeyVersion { version: 0 },
     ];
     errors
         .iter()

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 use clockflake::{Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use crate::args::{as_u64, generator_args, plain_u64, time_arg, worker_id_arg, NotU64};
 use crate::errors::Refusal;
+use crate::leased::{invalid_uri, Leased};
 use crate::parts::describe;
 
 /// Bumped in a forked child by the `os.register_at_fork(after_in_child=...)` hook: every
@@ -22,6 +23,15 @@ static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 pub fn _after_fork_in_child() {
     FORK_GENERATION.fetch_add(1, Ordering::SeqCst);
 }
+
+/// How many forks this process is away from the one that imported the module.
+#[inline(always)]
+pub fn fork_generation() -> u64 {
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// `PyGenerator::fork_generation` of a static generator after `close()`: never current.
+const CLOSED: u64 = u64::MAX;
 
 /// How long one stretch of waiting runs without the GIL before checking for signals.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
@@ -36,13 +46,32 @@ const WAIT_SLICE: Duration = Duration::from_millis(50);
 /// Keyword options: `layout` (a preset name such as "twitter", or a dict with `fields`,
 /// `unit_ms`, `epoch_ms`), `on_rollback` ("clock-sequence", "wait", "logical", "fail"),
 /// `max_wait_ms`, `max_drift_ms`, `clock` (a callable returning Unix ms as an int).
-/// One generator may be shared by any number of threads. In a child process after
-/// `os.fork()`, it refuses with `WorkerIdInvalidatedError`: make a new one with another worker id.
+/// One generator may be shared by any number of threads.
+///
+/// `Generator.open(uri)` leases the worker id from a coordinator instead
+/// (`file:///var/lib/app/ids?app=orders`, `postgres://...`, `zookeeper://...`):
+///
+/// >>> import tempfile
+/// >>> with tempfile.TemporaryDirectory() as d:
+/// ...     with Generator.open(f"file://{d}?app=orders") as leased:
+/// ...         leased.worker_id, leased.next_id() > 0
+/// (0, True)
+///
+/// After `os.fork()`, a generator made with `Generator(worker_id=...)` refuses in the child
+/// with `WorkerIdInvalidatedError`; a leased one leases a new worker id for the child at its
+/// first call there.
 #[pyclass(frozen, module = "clockflake._clockflake", name = "Generator")]
 pub struct PyGenerator {
-    inner: Generator,
+    inner: Inner,
     clock: Option<Py<PyAny>>,
-    fork_generation: u64,
+    /// `FORK_GENERATION` when made, `CLOSED` after `close()` (static generators only).
+    fork_generation: AtomicU64,
+}
+
+/// A fixed worker id, or a leased one.
+enum Inner {
+    Static(Generator),
+    Leased(Leased),
 }
 
 /// A Python callable as a core clock. Core's `Clock` cannot fail, so an exception (or a value
@@ -173,42 +202,65 @@ fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, at_ms: u64) -> PyResult<
     Ok(())
 }
 
+/// The refusal of a static generator that is closed or belongs to the parent process.
+#[cold]
+fn not_current(mine: u64) -> PyErr {
+    if mine == CLOSED {
+        Refusal {
+            code: "GENERATOR_CLOSED",
+            input: false,
+            message: "generator closed: close() was called".to_owned(),
+            retry_at_ms: None,
+        }
+        .into()
+    } else {
+        Refusal::from(Error::WorkerIdInvalidated).into()
+    }
+}
+
 impl PyGenerator {
     fn build(inner: Result<Generator, Error>, clock: Option<Py<PyAny>>) -> PyResult<PyGenerator> {
         Ok(PyGenerator {
-            inner: inner.map_err(Refusal::from)?,
+            inner: Inner::Static(inner.map_err(Refusal::from)?),
             clock,
-            fork_generation: FORK_GENERATION.load(Ordering::SeqCst),
+            fork_generation: AtomicU64::new(FORK_GENERATION.load(Ordering::SeqCst)),
         })
     }
 
+    /// The static generator, if it may issue ids in this process.
     #[inline(always)]
-    fn check_fork(&self) -> PyResult<()> {
-        if FORK_GENERATION.load(Ordering::Relaxed) == self.fork_generation {
-            Ok(())
+    fn check_fork<'a>(&self, gen: &'a Generator) -> PyResult<&'a Generator> {
+        let mine = self.fork_generation.load(Ordering::Relaxed);
+        if FORK_GENERATION.load(Ordering::Relaxed) == mine {
+            Ok(gen)
         } else {
-            Err(Refusal::from(Error::WorkerIdInvalidated).into())
+            Err(not_current(mine))
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn next_id_waiting(&self, py: Python<'_>, first: Error) -> PyResult<u64> {
+    fn next_id_waiting(&self, py: Python<'_>, gen: &Generator, first: Error) -> PyResult<u64> {
         let clock = MonotonicClock::global();
         let mut error = first;
         loop {
             wait_monotonic(py, retry_time(error)?)?;
-            match self.inner.try_next_id_with(clock) {
+            match gen.try_next_id_with(clock) {
                 Ok(id) => return Ok(id),
                 Err(again) => error = again,
             }
         }
     }
 
-    fn next_id_python_clock(&self, py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn next_id_python_clock(
+        &self,
+        py: Python<'_>,
+        gen: &Generator,
+        func: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
         let clock = PyClock::new(func);
         loop {
-            let outcome = self.inner.try_next_id_with(&clock);
+            let outcome = gen.try_next_id_with(&clock);
             clock.take_error()?;
             match outcome {
                 Ok(id) => return Ok(id),
@@ -218,7 +270,7 @@ impl PyGenerator {
     }
 
     /// Fills `out` with whole runs of a tick at a time, waiting when a tick is full.
-    fn fill(&self, py: Python<'_>, out: &mut [u64]) -> PyResult<()> {
+    fn fill(&self, py: Python<'_>, gen: &Generator, out: &mut [u64]) -> PyResult<()> {
         let total = out.len();
         let mut filled = 0;
         let mut take = |block: IdBlock, filled: &mut usize| {
@@ -231,10 +283,7 @@ impl PyGenerator {
             None => {
                 let clock = MonotonicClock::global();
                 while filled < total {
-                    match self
-                        .inner
-                        .try_next_block_with(clock, (total - filled) as u64)
-                    {
+                    match gen.try_next_block_with(clock, (total - filled) as u64) {
                         Ok(block) => take(block, &mut filled),
                         Err(error) => wait_monotonic(py, retry_time(error)?)?,
                     }
@@ -243,9 +292,7 @@ impl PyGenerator {
             Some(func) => {
                 let clock = PyClock::new(func.bind(py));
                 while filled < total {
-                    let outcome = self
-                        .inner
-                        .try_next_block_with(&clock, (total - filled) as u64);
+                    let outcome = gen.try_next_block_with(&clock, (total - filled) as u64);
                     clock.take_error()?;
                     match outcome {
                         Ok(block) => take(block, &mut filled),
@@ -256,6 +303,22 @@ impl PyGenerator {
         }
         Ok(())
     }
+}
+
+/// A state as the dict `state()` returns.
+fn state_dict<'py>(
+    py: Python<'py>,
+    state: &State,
+    layout: &Layout,
+) -> PyResult<Bound<'py, PyDict>> {
+    let count = layout.clock_seqs() as usize;
+    let dict = PyDict::new(py);
+    dict.set_item("layout_fingerprint", state.layout_fingerprint.to_string())?;
+    dict.set_item("worker_id", state.worker_id)?;
+    dict.set_item("clock_seq", state.clock_seq)?;
+    let marks: Vec<Option<u64>> = state.high_water_ms.iter().take(count).copied().collect();
+    dict.set_item("high_water_ms", PyList::new(py, marks)?)?;
+    Ok(dict)
 }
 
 #[pymethods]
@@ -276,6 +339,78 @@ impl PyGenerator {
             Generator::new(args.layout, worker_id, args.options),
             args.clock,
         )
+    }
+
+    /// A generator on a worker id leased from the coordinator `uri` names:
+    /// `file:///DIR?app=NAME` (one host: a lock file per worker id in DIR/NAME),
+    /// `postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s` (row leases) or
+    /// `zookeeper://HOST:2181/PATH?ttl=10s`. The worker id is kept, with the generator's state,
+    /// until `close()` (or the end of a `with` block); `gen.worker_id` tells which one it is.
+    ///
+    /// Takes the options of `Generator(...)` except `worker_id` (the lease chooses it) and
+    /// `clock` (leases run on the system clock), plus `max_handover_wait_ms`: how long the
+    /// first id may wait for the clock to pass the previous holder's ids (default 15000).
+    /// Raises `InvalidUriError`, `CoordinatorUnavailableError`, `WorkerPoolExhaustedError`
+    /// (every worker id of the layout is held) or `InvalidStateError` (a stored record that is
+    /// corrupt: refused, never reset). Once the lease is lost, ids raise `LeaseLostError`.
+    ///
+    /// In a child process after `os.fork()`, the first call leases a new worker id for the
+    /// child from the same URI; the parent keeps its own.
+    #[classmethod]
+    #[pyo3(signature = (uri, *, layout = None, on_rollback = None, max_wait_ms = None, max_drift_ms = None, max_handover_wait_ms = None, worker_id = None, clock = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn open(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        uri: &Bound<'_, PyAny>,
+        layout: Option<&Bound<'_, PyAny>>,
+        on_rollback: Option<&Bound<'_, PyAny>>,
+        max_wait_ms: Option<&Bound<'_, PyAny>>,
+        max_drift_ms: Option<&Bound<'_, PyAny>>,
+        max_handover_wait_ms: Option<&Bound<'_, PyAny>>,
+        worker_id: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyGenerator> {
+        if worker_id.is_some_and(|w| !w.is_none()) {
+            return Err(PyTypeError::new_err(
+                "Generator.open() takes no worker_id: the coordinator leases one (read it from \
+                 gen.worker_id); for a fixed worker id use Generator(worker_id=...)",
+            ));
+        }
+        if clock.is_some_and(|c| !c.is_none()) {
+            return Err(PyTypeError::new_err(
+                "Generator.open() takes no clock: lease deadlines and reservations run on the \
+                 system clock; use Generator(worker_id=..., clock=...) to drive time in tests",
+            ));
+        }
+        let uri = match uri.cast::<PyString>() {
+            Ok(text) => text.to_str()?.to_owned(),
+            Err(_) => {
+                let found = uri
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                return Err(invalid_uri(format!("a {found}")));
+            }
+        };
+        let args = generator_args(layout, on_rollback, max_wait_ms, max_drift_ms, None)?;
+        let handover_ms = match max_handover_wait_ms.filter(|v| !v.is_none()) {
+            Some(value) => plain_u64(value, "max_handover_wait_ms")?,
+            None => 15_000,
+        };
+        let leased = Leased::open(
+            py,
+            uri,
+            args.layout,
+            args.options,
+            Duration::from_millis(handover_ms),
+        )?;
+        Ok(PyGenerator {
+            inner: Inner::Leased(leased),
+            clock: None,
+            fork_generation: AtomicU64::new(FORK_GENERATION.load(Ordering::SeqCst)),
+        })
     }
 
     /// Continues from a `state()` dict (after a restart, or taking over a worker id): no id at
@@ -303,22 +438,32 @@ impl PyGenerator {
     /// policy allows a short wait for the clock; raises when it refuses.
     #[inline]
     fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
-        self.check_fork()?;
-        match &self.clock {
-            None => match self.inner.try_next_id_with(MonotonicClock::global()) {
-                Ok(id) => Ok(id),
-                Err(error) => self.next_id_waiting(py, error),
-            },
-            Some(func) => self.next_id_python_clock(py, func.bind(py)),
+        match &self.inner {
+            Inner::Static(gen) => {
+                let gen = self.check_fork(gen)?;
+                match &self.clock {
+                    None => match gen.try_next_id_with(MonotonicClock::global()) {
+                        Ok(id) => Ok(id),
+                        Err(error) => self.next_id_waiting(py, gen, error),
+                    },
+                    Some(func) => self.next_id_python_clock(py, gen, func.bind(py)),
+                }
+            }
+            Inner::Leased(leased) => leased.next_id(py),
         }
     }
 
     /// The next id at an explicit time (Unix ms). Never waits: where `next_id()` would, it
     /// raises with `retry_at_ms` set.
-    fn next_id_at(&self, now_ms: &Bound<'_, PyAny>) -> PyResult<u64> {
-        self.check_fork()?;
-        let now_ms = time_arg(now_ms, "now_ms")?;
-        Ok(self.inner.next_id_at(now_ms).map_err(Refusal::from)?)
+    fn next_id_at(&self, py: Python<'_>, now_ms: &Bound<'_, PyAny>) -> PyResult<u64> {
+        match &self.inner {
+            Inner::Static(gen) => {
+                let gen = self.check_fork(gen)?;
+                let now_ms = time_arg(now_ms, "now_ms")?;
+                Ok(gen.next_id_at(now_ms).map_err(Refusal::from)?)
+            }
+            Inner::Leased(leased) => leased.next_id_at(py, time_arg(now_ms, "now_ms")?),
+        }
     }
 
     /// `n` new ids, strictly increasing within a clock sequence, taken a whole run of a tick at
@@ -328,7 +473,9 @@ impl PyGenerator {
         py: Python<'py>,
         n: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.check_fork()?;
+        if let Inner::Static(gen) = &self.inner {
+            self.check_fork(gen)?;
+        }
         let n = plain_u64(n, "n")?;
         let n =
             usize::try_from(n).map_err(|_| PyMemoryError::new_err("next_ids: n is too large"))?;
@@ -336,67 +483,138 @@ impl PyGenerator {
         out.try_reserve_exact(n)
             .map_err(|_| PyMemoryError::new_err(format!("next_ids: cannot hold {n} ids")))?;
         out.resize(n, 0);
-        self.fill(py, &mut out)?;
+        match &self.inner {
+            Inner::Static(gen) => self.fill(py, gen, &mut out)?,
+            Inner::Leased(leased) => leased.fill(py, &mut out)?,
+        }
         PyList::new(py, out)
     }
 
     /// A snapshot to save (JSON-safe): `{"layout_fingerprint": str, "worker_id": int,
     /// "clock_seq": int, "high_water_ms": [int | None, one per clock sequence]}`. Ids issued
     /// after the call are not in it: save it after the last id, or raise the current clock
-    /// sequence's mark ahead of time (a reservation) and issue no id past it.
+    /// sequence's mark ahead of time (a reservation) and issue no id past it. (A leased
+    /// generator stores its state with the coordinator by itself.)
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.check_fork()?;
-        let state = self.inner.state();
-        let count = self.inner.layout().clock_seqs() as usize;
-        let dict = PyDict::new(py);
-        dict.set_item("layout_fingerprint", state.layout_fingerprint.to_string())?;
-        dict.set_item("worker_id", state.worker_id)?;
-        dict.set_item("clock_seq", state.clock_seq)?;
-        let marks: Vec<Option<u64>> = state.high_water_ms.iter().take(count).copied().collect();
-        dict.set_item("high_water_ms", PyList::new(py, marks)?)?;
-        Ok(dict)
+        match &self.inner {
+            Inner::Static(gen) => {
+                let gen = self.check_fork(gen)?;
+                state_dict(py, &gen.state(), gen.layout())
+            }
+            Inner::Leased(leased) => state_dict(py, &leased.state(py)?, leased.layout()),
+        }
     }
 
-    /// The worker id.
+    /// Stops the generator: later calls raise `GeneratorClosedError`. A leased generator
+    /// stops renewing, stores its state with the coordinator and releases its worker id
+    /// (with the GIL released). Idempotent; `with Generator.open(...) as gen:` calls it.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        match &self.inner {
+            Inner::Static(_) => {
+                self.fork_generation.store(CLOSED, Ordering::SeqCst);
+                Ok(())
+            }
+            Inner::Leased(leased) => leased.close(py),
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc_info))]
+    fn __exit__(&self, py: Python<'_>, _exc_info: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    /// The worker id (of a leased generator: the one leased; in a forked child, the child's
+    /// own, leased at the first call there).
     #[getter]
-    fn worker_id(&self) -> u64 {
-        self.inner.worker_id()
+    fn worker_id(&self, py: Python<'_>) -> PyResult<u64> {
+        match &self.inner {
+            Inner::Static(gen) => Ok(gen.worker_id()),
+            Inner::Leased(leased) => leased.worker_id(py),
+        }
+    }
+
+    /// The coordinator of a leased generator (its URI without password), else None.
+    #[getter]
+    fn coordinator(&self) -> Option<String> {
+        match &self.inner {
+            Inner::Static(_) => None,
+            Inner::Leased(leased) => Some(leased.coordinator()),
+        }
     }
 
     /// The layout, described as by `describe_layout`.
     #[getter]
     fn layout<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        describe(py, self.inner.layout())
+        describe(py, self.layout_ref())
     }
 
     /// The rollback policy in force: "clock-sequence", "wait", "logical" or "fail".
     #[getter]
     fn on_rollback(&self) -> &'static str {
-        self.inner.policy().name()
+        self.policy().name()
     }
 
     /// Longest wait for the clock a refusal may ask for and still carry a retry time.
     #[getter]
     fn max_wait_ms(&self) -> u64 {
-        self.inner.options().max_wait_ms
+        self.options().max_wait_ms
     }
 
     /// How far ahead of the clock the "logical" policy may run.
     #[getter]
     fn max_drift_ms(&self) -> u64 {
-        self.inner.options().max_drift_ms
+        self.options().max_drift_ms
     }
 
     fn __repr__(&self) -> String {
-        let layout = self.inner.layout();
+        let layout = self.layout_ref();
         let layout = layout
             .preset_name()
             .map_or_else(|| "custom".to_owned(), |name| format!("{name:?}"));
-        format!(
-            "Generator(worker_id={}, layout={layout}, on_rollback={:?})",
-            self.inner.worker_id(),
-            self.inner.policy().name()
-        )
+        let policy = self.policy().name();
+        match &self.inner {
+            Inner::Static(gen) => format!(
+                "Generator(worker_id={}, layout={layout}, on_rollback={policy:?})",
+                gen.worker_id(),
+            ),
+            Inner::Leased(leased) => {
+                let worker = leased
+                    .worker_id_if_current()
+                    .map_or_else(|| "None".to_owned(), |id| id.to_string());
+                format!(
+                    "Generator.open({:?}, worker_id={worker}, layout={layout}, on_rollback={policy:?})",
+                    leased.coordinator(),
+                )
+            }
+        }
+    }
+}
+
+impl PyGenerator {
+    fn layout_ref(&self) -> &Layout {
+        match &self.inner {
+            Inner::Static(gen) => gen.layout(),
+            Inner::Leased(leased) => leased.layout(),
+        }
+    }
+
+    fn policy(&self) -> clockflake::Policy {
+        match &self.inner {
+            Inner::Static(gen) => gen.policy(),
+            Inner::Leased(leased) => leased.policy(),
+        }
+    }
+
+    fn options(&self) -> clockflake::Options {
+        match &self.inner {
+            Inner::Static(gen) => gen.options(),
+            Inner::Leased(leased) => leased.options(),
+        }
     }
 }
 

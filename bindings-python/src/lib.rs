@@ -8,7 +8,9 @@ use pyo3::prelude::*;
 mod args;
 mod errors;
 mod generator;
+mod leased;
 mod parts;
+mod public;
 
 /// Names of the preset layouts, the default first.
 fn preset_names() -> Vec<&'static str> {
@@ -24,6 +26,12 @@ fn _error_codes() -> Vec<(&'static str, bool)> {
     errors::samples()
 }
 
+/// `(code, is_input_error)` for every code the lease crate adds to core's.
+#[pyfunction]
+fn _lease_error_codes() -> Vec<(&'static str, bool)> {
+    errors::lease_samples()
+}
+
 /// Snowflake-style 64-bit ids that never repeat, even when the wall clock steps back.
 ///
 /// `gil_used = false`: the module keeps no Python state behind the GIL's back (the generator is
@@ -32,13 +40,19 @@ fn _error_codes() -> Vec<(&'static str, bool)> {
 fn _clockflake(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<generator::PyGenerator>()?;
     m.add_class::<parts::PyParts>()?;
+    m.add_class::<public::PyPublicIds>()?;
     m.add_function(wrap_pyfunction!(parts::decode, m)?)?;
     m.add_function(wrap_pyfunction!(parts::encode, m)?)?;
     m.add_function(wrap_pyfunction!(parts::id_range, m)?)?;
     m.add_function(wrap_pyfunction!(parts::describe_layout, m)?)?;
     m.add_function(wrap_pyfunction!(generator::_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(_lease_error_codes, m)?)?;
     m.add("PRESET_NAMES", preset_names())?;
     m.add("ERROR_CODES", clockflake::Error::CODES.to_vec())?;
+    m.add(
+        "LEASE_ERROR_CODES",
+        clockflake_lease::LeaseError::CODES.to_vec(),
+    )?;
     Ok(())
 }

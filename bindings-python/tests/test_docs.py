@@ -8,7 +8,7 @@ import pytest
 
 import clockflake
 
-DOCUMENTED = [clockflake, clockflake.Generator, clockflake.Parts, clockflake.decode]
+DOCUMENTED = [clockflake, clockflake.Generator, clockflake.Parts, clockflake.decode, clockflake.PublicIds]
 
 
 @pytest.mark.parametrize("obj", DOCUMENTED, ids=lambda o: getattr(o, "__name__", str(o)))

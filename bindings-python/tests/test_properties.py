@@ -1,11 +1,14 @@
-"""Hypothesis round trips: decode/encode are inverse, id_range brackets every id of its window."""
+"""Hypothesis round trips: decode/encode are inverse, id_range brackets every id of its window,
+PublicIds encodes and decodes back under any key, and refuses any one-character typo."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clockflake import Parts, decode, encode, id_range, layouts
+import pytest
+
+from clockflake import InvalidPublicIdError, Parts, PublicIds, decode, encode, id_range, layouts
 
 PRESETS = list(layouts)
 
@@ -58,3 +61,26 @@ def test_id_range_brackets_the_window(case: tuple[str, Parts], before: int, afte
     end = decode(layouts[name]["max_id"], name).timestamp_ms + layouts[name]["unit_ms"] - 1
     lo, hi = id_range(max(epoch, parts.timestamp_ms - before), min(end, parts.timestamp_ms + after), name)
     assert lo <= encode(parts, name) <= hi
+
+
+ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+@settings(max_examples=300)
+@given(
+    st.integers(0, 31),
+    st.binary(min_size=16, max_size=16),
+    st.integers(0, 2**63 - 1),
+    st.integers(0, 15),
+    st.sampled_from(ALPHABET),
+)
+def test_public_ids_round_trip_and_catch_typos(version: int, key: bytes, id: int, at: int, typo: str) -> None:
+    codec = PublicIds(version, key)
+    public = codec.encode(id)
+    assert 0 <= public < 2**63 and codec.decode(public) == id
+    text = codec.encode_text(id)
+    assert codec.decode_text(text) == id and codec.decode_text(text.lower()) == id
+    if text[at] != typo:
+        mistyped = text[:at] + typo + text[at + 1:]
+        with pytest.raises(InvalidPublicIdError):  # the check covers the version character too
+            codec.decode_text(mistyped)

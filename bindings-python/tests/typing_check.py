@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from clockflake import ClockflakeError, Generator, GeneratorState, LayoutInfo, Parts, decode, encode, id_range, layouts
+from clockflake import ClockflakeError, Generator, GeneratorState, LayoutInfo, Parts, PublicIds, decode, encode, id_range, layouts
 
 gen: Generator = Generator(worker_id=7, layout="twitter", on_rollback="wait", max_wait_ms=5, clock=lambda: 1_795_000_000_000)
 one: int = gen.next_id()
@@ -22,3 +22,14 @@ try:
 except ClockflakeError as error:
     code: str = error.code
     retry: int | None = error.retry_at_ms
+
+with Generator.open("file:///tmp/clockflake-typing?app=orders", layout="clockseq", max_handover_wait_ms=100) as leased:
+    worker: int = leased.worker_id
+    where: str | None = leased.coordinator
+    leased_id: int = leased.next_id()
+leased.close()
+codec: PublicIds = PublicIds(1, b"0123456789abcdef").with_old_key(0, bytes(16))
+public: int = codec.encode(one)
+text: str = codec.encode_text(one)
+back: int = codec.decode_text(text) + codec.decode(public)
+version: int = codec.current_version

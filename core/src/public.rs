@@ -141,9 +141,14 @@ impl PublicIds {
         let invalid = |problem| Err(Error::InvalidPublicId(problem));
         let bytes = text.as_bytes();
         if bytes.len() != TEXT_LEN {
-            return invalid(PublicIdProblem::WrongLength {
-                found: text.chars().count(),
-            });
+            let found = text.chars().count();
+            // 16 characters in more than 16 bytes: the length is right, a character is not.
+            if let (TEXT_LEN, Some((at, bad))) =
+                (found, text.char_indices().find(|(_, c)| !c.is_ascii()))
+            {
+                return invalid(PublicIdProblem::BadCharacter { found: bad, at });
+            }
+            return invalid(PublicIdProblem::WrongLength { found });
         }
         let mut symbols = [0u8; TEXT_LEN];
         for (at, (&byte, symbol)) in bytes.iter().zip(&mut symbols).enumerate() {
@@ -214,31 +219,63 @@ impl fmt::Debug for PublicText {
 
 /// A base32 character's value; Crockford's reading of look-alikes included.
 fn symbol_of(byte: u8) -> Option<u8> {
-    let upper = match byte.to_ascii_uppercase() {
-        b'O' => b'0',
-        b'I' | b'L' => b'1',
-        other => other,
-    };
-    ALPHABET
-        .iter()
-        .position(|&c| c == upper)
-        .map(|value| value as u8)
+    match SYMBOL_OF[usize::from(byte)] {
+        NOT_A_SYMBOL => None,
+        value => Some(value),
+    }
 }
 
-/// CRC-10 over 5-bit symbols, most significant bit first.
-fn crc10(symbols: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &symbol in symbols {
-        for bit in (0..5).rev() {
-            let feedback = ((crc >> 9) & 1) ^ u16::from((symbol >> bit) & 1);
-            crc = (crc << 1) & 0x3ff;
-            if feedback == 1 {
-                crc ^= CRC10_POLY & 0x3ff;
-            }
-        }
+const NOT_A_SYMBOL: u8 = 0xff;
+
+/// Every byte's base32 value (or [`NOT_A_SYMBOL`]): lower case and the look-alikes
+/// `O` -> 0, `I`/`L` -> 1 read as Crockford says. A table, because a search of the alphabet
+/// per character was most of `decode_text`'s cost.
+const SYMBOL_OF: [u8; 256] = {
+    let mut table = [NOT_A_SYMBOL; 256];
+    let mut value = 0;
+    while value < ALPHABET.len() {
+        let upper = ALPHABET[value];
+        table[upper as usize] = value as u8;
+        table[upper.to_ascii_lowercase() as usize] = value as u8;
+        value += 1;
     }
-    crc
+    table[b'O' as usize] = 0;
+    table[b'o' as usize] = 0;
+    table[b'I' as usize] = 1;
+    table[b'i' as usize] = 1;
+    table[b'L' as usize] = 1;
+    table[b'l' as usize] = 1;
+    table
+};
+
+/// CRC-10 over 5-bit symbols, most significant bit first: one table step per symbol.
+fn crc10(symbols: &[u8]) -> u16 {
+    symbols.iter().fold(0u16, |crc, &symbol| {
+        ((crc << 5) & 0x3ff) ^ CRC10_STEP[usize::from(((crc >> 5) ^ u16::from(symbol)) & 0x1f)]
+    })
 }
+
+/// The CRC-10 register after shifting 5 zero bits through a register whose top 5 bits are
+/// the index (the classic table-driven CRC, 5 bits at a time).
+const CRC10_STEP: [u16; 32] = {
+    let mut table = [0u16; 32];
+    let mut index = 0;
+    while index < 32 {
+        let mut crc = (index as u16) << 5;
+        let mut bit = 0;
+        while bit < 5 {
+            crc = if crc & 0x200 != 0 {
+                ((crc << 1) & 0x3ff) ^ (CRC10_POLY & 0x3ff)
+            } else {
+                (crc << 1) & 0x3ff
+            };
+            bit += 1;
+        }
+        table[index] = crc;
+        index += 1;
+    }
+    table
+};
 
 impl Key {
     fn from_bytes(key: [u8; 16]) -> Key {
@@ -369,6 +406,52 @@ mod tests {
                 siphash::<2, 4>(0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908, message),
                 sip24.finish()
             );
+        }
+    }
+
+    /// The bit-at-a-time definition the table must reproduce.
+    fn crc10_bitwise(symbols: &[u8]) -> u16 {
+        let mut crc: u16 = 0;
+        for &symbol in symbols {
+            for bit in (0..5).rev() {
+                let feedback = ((crc >> 9) & 1) ^ u16::from((symbol >> bit) & 1);
+                crc = (crc << 1) & 0x3ff;
+                if feedback == 1 {
+                    crc ^= CRC10_POLY & 0x3ff;
+                }
+            }
+        }
+        crc
+    }
+
+    #[test]
+    fn crc10_table_matches_the_bitwise_definition() {
+        let mut symbols = [0u8; 14];
+        let mut x: u32 = 0x1234_5678;
+        for _ in 0..20_000 {
+            for s in &mut symbols {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                *s = (x & 0x1f) as u8;
+            }
+            assert_eq!(crc10(&symbols), crc10_bitwise(&symbols));
+        }
+        for value in 0..32u8 {
+            assert_eq!(crc10(&[value]), crc10_bitwise(&[value]));
+        }
+    }
+
+    #[test]
+    fn symbol_table_matches_the_alphabet_search() {
+        for byte in 0..=255u8 {
+            let upper = match byte.to_ascii_uppercase() {
+                b'O' => b'0',
+                b'I' | b'L' => b'1',
+                other => other,
+            };
+            let searched = ALPHABET.iter().position(|&c| c == upper).map(|v| v as u8);
+            assert_eq!(symbol_of(byte), searched, "byte {byte}");
         }
     }
 

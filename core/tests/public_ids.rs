@@ -153,3 +153,22 @@ fn bad_input_gets_typed_errors() {
     // Keys never reach Debug output. (A payload above 2^63 with a valid check is a vector.)
     assert!(!format!("{codec:?}").contains("clockflake-key"));
 }
+
+#[test]
+fn sixteen_characters_with_a_non_ascii_one_name_the_character_not_the_length() {
+    let codec = PublicIds::new(0, KEY).unwrap();
+    let text = codec.encode_text(42).unwrap().as_str().to_string();
+    let accented = format!("{}é", &text[..15]);
+    let error = codec.decode_text(&accented).unwrap_err();
+    assert_eq!(error.code(), "INVALID_PUBLIC_ID");
+    assert!(
+        error.to_string().contains("found 'é' at byte 15"),
+        "{error}"
+    );
+    let long = format!("{text}é");
+    assert!(codec
+        .decode_text(&long)
+        .unwrap_err()
+        .to_string()
+        .contains("found 17"));
+}

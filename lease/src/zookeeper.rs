@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::net::{ToSocketAddrs, UdpSocket};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -63,6 +64,9 @@ const FRESH_PER_ROUND: usize = 256;
 /// (measured from when its last renewal was sent) passes before the server can expire the
 /// session and delete `instances/<worker>`.
 ///
+/// The process that first used the ZooKeeper client (see [`ZooKeeperCoordinator::connect`]).
+static REACTOR_PID: AtomicU32 = AtomicU32::new(0);
+
 /// The client (`zookeeper-client`) is async; every coordinator runs it on a private tokio
 /// runtime with one worker thread and waits on a channel, so callers need no runtime (and may
 /// run inside one without a nested `block_on`).
@@ -398,6 +402,26 @@ impl ZooKeeperCoordinator {
     }
 
     fn connect(&mut self) -> Result<(), LeaseError> {
+        // zookeeper-client does its socket I/O through async-io, whose reactor (a driver
+        // thread and an epoll instance) is global to the process. A forked child inherits the
+        // epoll instance shared with its parent and no driver thread, so a connection from it
+        // would only time out (or steal the parent's events): refuse at once, clearly.
+        let first_user = REACTOR_PID.load(Ordering::Acquire);
+        if first_user == 0 {
+            let _ = REACTOR_PID.compare_exchange(
+                0,
+                std::process::id(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        } else if first_user != std::process::id() {
+            return Err(self.unavailable(
+                "this process was forked from one that had already used zookeeper://, and the \
+                 ZooKeeper client's I/O reactor does not survive fork(); open zookeeper:// \
+                 leases from processes started with spawn/exec (e.g. multiprocessing's \"spawn\"), \
+                 or open the first one after forking",
+            ));
+        }
         if self.runtime.is_none() {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)

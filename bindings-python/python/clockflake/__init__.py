@@ -15,6 +15,7 @@ from clockflake import _clockflake
 from clockflake._clockflake import (
     Generator,
     Parts,
+    PublicIds,
     decode,
     describe_layout,
     encode,
@@ -26,16 +27,22 @@ from clockflake._errors import (
     ClockNotAdvancingError,
     ClockSeqOutOfRangeError,
     ClockSequenceExhaustedError,
+    CoordinatorUnavailableError,
     EpochInFutureError,
+    GeneratorClosedError,
     InvalidIdError,
+    InvalidKeyVersionError,
     InvalidLayoutError,
+    InvalidPublicIdError,
     InvalidRangeError,
     InvalidStateError,
+    InvalidUriError,
     LeaseLostError,
     SequenceExhaustedError,
     SequenceOutOfRangeError,
     TimestampExhaustedError,
     TimestampOutOfRangeError,
+    UnknownKeyVersionError,
     UnknownLayoutError,
     UnknownPolicyError,
     WorkerIdInvalidatedError,
@@ -53,6 +60,7 @@ from clockflake._types import (
 __all__ = [
     "Generator",
     "Parts",
+    "PublicIds",
     "decode",
     "encode",
     "id_range",
@@ -68,16 +76,22 @@ __all__ = [
     "ClockNotAdvancingError",
     "ClockSeqOutOfRangeError",
     "ClockSequenceExhaustedError",
+    "CoordinatorUnavailableError",
     "EpochInFutureError",
+    "GeneratorClosedError",
     "InvalidIdError",
+    "InvalidKeyVersionError",
     "InvalidLayoutError",
+    "InvalidPublicIdError",
     "InvalidRangeError",
     "InvalidStateError",
+    "InvalidUriError",
     "LeaseLostError",
     "SequenceExhaustedError",
     "SequenceOutOfRangeError",
     "TimestampExhaustedError",
     "TimestampOutOfRangeError",
+    "UnknownKeyVersionError",
     "UnknownLayoutError",
     "UnknownPolicyError",
     "WorkerIdInvalidatedError",
@@ -91,6 +105,7 @@ layouts: dict[str, LayoutInfo] = {
 """Every preset layout by name, described as by ``describe_layout`` (the default, clockseq, first)."""
 
 # A forked child must not go on issuing ids under its parent's worker id: every generator made
-# before the fork refuses in the child with WorkerIdInvalidatedError.
+# before the fork with Generator(worker_id=...) refuses in the child with WorkerIdInvalidatedError;
+# one made with Generator.open(uri) leases a new worker id for the child at its first call there.
 if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_clockflake._after_fork_in_child)

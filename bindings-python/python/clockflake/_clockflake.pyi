@@ -2,25 +2,30 @@
 
 from collections.abc import Callable, Iterator
 from datetime import datetime as _datetime
-from typing import final
+from types import TracebackType
+from typing import Literal, final
 
 from clockflake._types import GeneratorState, LayoutArg, LayoutInfo
 
 __all__ = [
     "Generator",
     "Parts",
+    "PublicIds",
     "decode",
     "encode",
     "id_range",
     "describe_layout",
     "_after_fork_in_child",
     "_error_codes",
+    "_lease_error_codes",
     "PRESET_NAMES",
     "ERROR_CODES",
+    "LEASE_ERROR_CODES",
 ]
 
 PRESET_NAMES: list[str]
 ERROR_CODES: list[str]
+LEASE_ERROR_CODES: list[str]
 
 @final
 class Parts:
@@ -57,6 +62,19 @@ class Generator:
         max_drift_ms: int | None = None,
         clock: Callable[[], int] | None = None,
     ) -> Generator: ...
+    @classmethod
+    def open(
+        cls,
+        uri: str,
+        *,
+        layout: LayoutArg = None,
+        on_rollback: str | None = None,
+        max_wait_ms: int | None = None,
+        max_drift_ms: int | None = None,
+        max_handover_wait_ms: int | None = None,
+        worker_id: None = None,
+        clock: None = None,
+    ) -> Generator: ...
     @staticmethod
     def resume(
         state: GeneratorState,
@@ -71,8 +89,19 @@ class Generator:
     def next_id_at(self, now_ms: int) -> int: ...
     def next_ids(self, n: int) -> list[int]: ...
     def state(self) -> GeneratorState: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Generator: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> Literal[False]: ...
     @property
     def worker_id(self) -> int: ...
+    @property
+    def coordinator(self) -> str | None: ...
     @property
     def layout(self) -> LayoutInfo: ...
     @property
@@ -82,9 +111,23 @@ class Generator:
     @property
     def max_drift_ms(self) -> int: ...
 
+@final
+class PublicIds:
+    """Keyed, reversible codec between raw ids and public ids that reveal nothing."""
+
+    def __new__(cls, version: int, key: bytes) -> PublicIds: ...
+    def with_old_key(self, version: int, key: bytes) -> PublicIds: ...
+    @property
+    def current_version(self) -> int: ...
+    def encode(self, id: int) -> int: ...
+    def decode(self, public: int) -> int: ...
+    def encode_text(self, id: int) -> str: ...
+    def decode_text(self, text: str) -> int: ...
+
 def decode(id: int | str, layout: LayoutArg = None) -> Parts: ...
 def encode(parts: Parts | dict[str, int], layout: LayoutArg = None) -> int: ...
 def id_range(from_ms: int, to_ms: int, layout: LayoutArg = None) -> tuple[int, int]: ...
 def describe_layout(layout: LayoutArg) -> LayoutInfo: ...
 def _after_fork_in_child() -> None: ...
 def _error_codes() -> list[tuple[str, bool]]: ...
+def _lease_error_codes() -> list[tuple[str, bool]]: ...

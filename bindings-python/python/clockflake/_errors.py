@@ -2,7 +2,7 @@
 
 Every class derives from :class:`ClockflakeError` and from the matching builtin:
 ``ValueError`` for bad input, ``RuntimeError`` for refusals about the clock or the state of the
-world. The native module raises them by their ``code`` (the same strings in Rust, JS and Python).
+world, ``ConnectionError`` for a lease coordinator that cannot be reached. The native module raises them by their ``code`` (the same strings in Rust, JS and Python).
 """
 
 from __future__ import annotations
@@ -30,6 +30,12 @@ __all__ = [
     "WorkerIdInvalidatedError",
     "LeaseLostError",
     "WorkerPoolExhaustedError",
+    "InvalidUriError",
+    "CoordinatorUnavailableError",
+    "GeneratorClosedError",
+    "InvalidPublicIdError",
+    "UnknownKeyVersionError",
+    "InvalidKeyVersionError",
 ]
 
 
@@ -109,9 +115,34 @@ class InvalidRangeError(ClockflakeError, ValueError):
 
 
 class InvalidStateError(ClockflakeError, ValueError):
-    """A saved state that cannot be resumed with this layout."""
+    """A saved state that cannot be resumed with this layout (or a lease's stored state record
+    that is corrupt: refused, never reset)."""
 
     code = "INVALID_STATE"
+
+
+class InvalidUriError(ClockflakeError, ValueError):
+    """A coordinator URI that ``Generator.open`` cannot use."""
+
+    code = "INVALID_URI"
+
+
+class InvalidPublicIdError(ClockflakeError, ValueError):
+    """A public number or text that is not a public id (a typo, a wrong length, 2**63 or more)."""
+
+    code = "INVALID_PUBLIC_ID"
+
+
+class UnknownKeyVersionError(ClockflakeError, ValueError):
+    """A public id made with a key version the codec does not hold."""
+
+    code = "UNKNOWN_KEY_VERSION"
+
+
+class InvalidKeyVersionError(ClockflakeError, ValueError):
+    """A key version outside 0..=31, or one already in the codec."""
+
+    code = "INVALID_KEY_VERSION"
 
 
 # Refusals about the clock or the state of the world: also RuntimeError.
@@ -160,7 +191,7 @@ class WorkerIdInvalidatedError(ClockflakeError, RuntimeError):
 
 
 class LeaseLostError(ClockflakeError, RuntimeError):
-    """The worker-id lease expired without renewal."""
+    """The worker-id lease expired without renewal: the generator issues no more ids; open a new one."""
 
     code = "LEASE_LOST"
 
@@ -169,6 +200,23 @@ class WorkerPoolExhaustedError(ClockflakeError, RuntimeError):
     """Every worker id of the layout is leased."""
 
     code = "WORKER_POOL_EXHAUSTED"
+
+
+class GeneratorClosedError(ClockflakeError, RuntimeError):
+    """``close()`` was called (the end of a ``with`` block): a leased worker id has been released."""
+
+    code = "GENERATOR_CLOSED"
+
+
+# The coordinator cannot be reached or failed (I/O error, database down): also ConnectionError,
+# an OSError, so that code retrying on connection problems catches it.
+
+
+class CoordinatorUnavailableError(ClockflakeError, ConnectionError):
+    """The lease coordinator could not be reached or failed (opening fails; a running generator
+    goes on until its lease deadline)."""
+
+    code = "COORDINATOR_UNAVAILABLE"
 
 
 _BY_CODE: dict[str, type[ClockflakeError]] = {
@@ -193,5 +241,11 @@ _BY_CODE: dict[str, type[ClockflakeError]] = {
         WorkerIdInvalidatedError,
         LeaseLostError,
         WorkerPoolExhaustedError,
+        InvalidUriError,
+        CoordinatorUnavailableError,
+        GeneratorClosedError,
+        InvalidPublicIdError,
+        UnknownKeyVersionError,
+        InvalidKeyVersionError,
     )
 }

@@ -1,0 +1,153 @@
+"""PublicIds: every case of tests/vectors/public/*.json, plus the binding's own input checks."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import random
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from clockflake import (
+    ClockflakeError,
+    InvalidIdError,
+    InvalidKeyVersionError,
+    InvalidPublicIdError,
+    PublicIds,
+    UnknownKeyVersionError,
+)
+from clockflake import _errors
+
+VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "public"
+KEY = bytes.fromhex("636c6f636b666c616b652d6b65792d31")
+
+
+def load_cases() -> list[dict[str, Any]]:
+    cases = []
+    for path in sorted(VECTORS.glob("*.json")):
+        cases.extend(json.loads(path.read_text())["cases"])
+    return cases
+
+
+CASES = load_cases()
+
+
+def test_enough_cases_loaded() -> None:
+    assert len(CASES) >= 40, f"loaded only {len(CASES)} public-id cases from {VECTORS}"
+
+
+def codec_of(keys: list[dict[str, Any]]) -> PublicIds:
+    """keys[0] is the current key, the rest old keys for decoding."""
+    codec = PublicIds(keys[0]["version"], bytes.fromhex(keys[0]["key_hex"]))
+    for key in keys[1:]:
+        codec = codec.with_old_key(key["version"], bytes.fromhex(key["key_hex"]))
+    return codec
+
+
+def run(case: dict[str, Any]) -> Callable[[], Any]:
+    given = case["in"]
+    op = case["op"]
+
+    def call() -> Any:
+        codec = codec_of(given["keys"])
+        if op == "public_encode":
+            id = int(given["id"])
+            number, text = codec.encode(id), codec.encode_text(id)
+            assert codec.decode(number) == id and codec.decode_text(text) == id
+            return {"number": str(number), "text": text}
+        if op == "public_decode":
+            return str(codec.decode(int(given["number"])))
+        if op == "public_decode_text":
+            return str(codec.decode_text(given["text"]))
+        raise AssertionError(f"unknown op {op!r} in case {case['id']}")
+
+    return call
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_vector(case: dict[str, Any]) -> None:
+    call = run(case)
+    if "error" in case:
+        cls = _errors._BY_CODE[case["error"]]
+        with pytest.raises(ClockflakeError) as caught:
+            call()
+        assert caught.value.code == case["error"] and type(caught.value) is cls
+        assert isinstance(caught.value, ValueError)
+    else:
+        assert call() == case["out"]
+
+
+# --- the binding's own checks ----------------------------------------------------------------
+
+codec = PublicIds(1, KEY)
+
+BAD: list[tuple[str, Callable[[], Any], type[Exception], str | None]] = [
+    ("encode bool", lambda: codec.encode(True), InvalidIdError, "bool"),
+    ("encode float", lambda: codec.encode(1.0), InvalidIdError, "float"),  # type: ignore[arg-type]
+    ("encode negative", lambda: codec.encode(-1), InvalidIdError, "-1"),
+    ("encode 2^63", lambda: codec.encode(2**63), InvalidIdError, None),
+    ("encode 2^64", lambda: codec.encode(2**64), InvalidIdError, "18446744073709551616"),
+    ("encode str", lambda: codec.encode("5"), InvalidIdError, "str"),  # type: ignore[arg-type]
+    ("encode_text negative", lambda: codec.encode_text(-5), InvalidIdError, "-5"),
+    ("decode bool", lambda: codec.decode(False), InvalidPublicIdError, "bool"),
+    ("decode float", lambda: codec.decode(2.0), InvalidPublicIdError, "float"),  # type: ignore[arg-type]
+    ("decode negative", lambda: codec.decode(-1), InvalidPublicIdError, "-1"),
+    ("decode 2^63", lambda: codec.decode(2**63), InvalidPublicIdError, None),
+    ("decode 2^100", lambda: codec.decode(2**100), InvalidPublicIdError, None),
+    ("decode_text int", lambda: codec.decode_text(5), InvalidPublicIdError, "int"),  # type: ignore[arg-type]
+    ("decode_text bytes", lambda: codec.decode_text(b"10WKC4N8M565DPQJ"), InvalidPublicIdError, "bytes"),  # type: ignore[arg-type]
+    ("decode_text non-ascii", lambda: codec.decode_text("10WKC4N8M565DPQé"), InvalidPublicIdError, None),
+    ("decode_text typo", lambda: codec.decode_text("10WKC4N8M565DPQK"), InvalidPublicIdError, None),
+    ("decode_text unknown version", lambda: codec.decode_text(PublicIds(2, KEY).encode_text(7)), UnknownKeyVersionError, None),
+    ("version 32", lambda: PublicIds(32, KEY), InvalidKeyVersionError, "32"),
+    ("version negative", lambda: PublicIds(-1, KEY), InvalidKeyVersionError, "-1"),
+    ("version bool", lambda: PublicIds(True, KEY), InvalidKeyVersionError, "bool"),
+    ("version float", lambda: PublicIds(1.0, KEY), InvalidKeyVersionError, "float"),  # type: ignore[arg-type]
+    ("version 2^64", lambda: PublicIds(2**64, KEY), InvalidKeyVersionError, None),
+    ("old key same version", lambda: codec.with_old_key(1, KEY), InvalidKeyVersionError, None),
+    ("old key version 40", lambda: codec.with_old_key(40, KEY), InvalidKeyVersionError, None),
+    ("key 15 bytes", lambda: PublicIds(1, KEY[:15]), ValueError, "16 bytes"),
+    ("key 17 bytes", lambda: PublicIds(1, KEY + b"x"), ValueError, "16 bytes"),
+    ("key str", lambda: PublicIds(1, KEY.decode()), TypeError, "str"),  # type: ignore[arg-type]
+    ("old key bytearray", lambda: codec.with_old_key(0, bytearray(KEY)), TypeError, "bytearray"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(("call", "error", "text"), [row[1:] for row in BAD], ids=[row[0] for row in BAD])
+def test_bad_input(call: Callable[[], Any], error: type[Exception], text: str | None) -> None:
+    with pytest.raises(error) as caught:
+        call()
+    assert not isinstance(caught.value, OverflowError)
+    if issubclass(error, ClockflakeError):
+        assert caught.value.code == error.code and isinstance(caught.value, ValueError)  # type: ignore[attr-defined]
+    if text is not None:
+        assert text in str(caught.value)
+
+
+def test_round_trips_and_shape() -> None:
+    rng = random.Random(8)
+    rotated = PublicIds(2, bytes(range(16))).with_old_key(1, KEY)
+    assert rotated.current_version == 2 and codec.current_version == 1
+    for _ in range(20_000):
+        id = rng.randrange(2**63)
+        public = codec.encode(id)
+        assert type(public) is int and 0 <= public < 2**63
+        assert codec.decode(public) == id
+        text = codec.encode_text(id)
+        assert len(text) == 16 and text == text.upper() and text[0] == "1"
+        assert codec.decode_text(text.lower()) == id
+        assert rotated.decode_text(text) == id  # the old key still decodes
+        assert rotated.encode_text(id)[0] == "2"
+    assert len({codec.encode(id) for id in range(100_000)}) == 100_000
+
+
+def test_keys_never_leak() -> None:
+    assert repr(codec) == "PublicIds(current_version=1)"
+    assert KEY.hex() not in repr(codec) and "clockflake" not in repr(codec)
+    with pytest.raises(TypeError):
+        pickle.dumps(codec)
+    with pytest.raises(TypeError):
+        copy.copy(codec)
