@@ -153,12 +153,19 @@ impl Leased {
             .map_err(Refusal::from)?)
     }
 
-    /// `n` ids, generated with the GIL released.
+    /// `n` ids, generated with the GIL released, a tick's worth at a time: the lease crate's
+    /// `next_block` applies the deadline (with its block margin), the reservation and the
+    /// clock-sequence checks to each block, and waits like `next_id` when a tick is full.
     pub fn fill(&self, py: Python<'_>, out: &mut [u64]) -> PyResult<()> {
         let lease = self.current(py)?;
         py.detach(|| {
-            for slot in out.iter_mut() {
-                *slot = lease.next_id()?;
+            let mut filled = 0;
+            while filled < out.len() {
+                let wanted = u64::try_from(out.len() - filled).unwrap_or(u64::MAX);
+                for (slot, id) in out[filled..].iter_mut().zip(lease.next_block(wanted)?) {
+                    *slot = id;
+                    filled += 1;
+                }
             }
             Ok::<(), LeaseError>(())
         })
