@@ -190,8 +190,8 @@ def main() -> None:
     lines += [
         "",
         "clockflake leased: the same generator on a worker id leased with `Generator.open('file://DIR?app=bench')` "
-        "(issue 6: a leased id costs no more than a static one). Its `next_ids(1000)` is a loop of single leased ids in Rust with the GIL "
-        "released, each reading the clock: the lease crate has no block API like core's `try_next_block_with` yet. "
+        "(issue 6: a leased id costs no more than a static one). Its `next_ids(1000)` takes a tick's worth of ids at a time through the "
+        "lease crate's `next_block` (deadline, reservation and clock-sequence checks per block), with the GIL released. "
         "Targets (issue 4): sustained at least 99% of the cap; raw `next_id()` at most 100 ns; `decode()` at most 150 ns; "
         "`next_ids(1000)` at most 25 ns per id. uuid7 and ULID have no per-ms cap (they are 128-bit, random-filled), so their "
         "sustained rate is just their call cost. snowflake-id returns None when a millisecond is used up: those calls are "
