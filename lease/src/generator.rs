@@ -589,7 +589,10 @@ impl LeasedGenerator {
 
     /// Whether ids can still be issued (not lost, closed or invalidated by a fork).
     pub fn is_active(&self) -> bool {
+        // The process id first: in a forked child the control mutex may have been copied
+        // locked (a parent thread held it at the fork) and must not be touched.
         !self.shared.forked.load(Ordering::Acquire)
+            && std::process::id() == self.shared.pid
             && lock(&self.shared.control).status == Status::Active
     }
 
