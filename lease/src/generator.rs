@@ -157,29 +157,8 @@ impl Shared {
     /// the deadline or the reservation has passed.
     #[inline(always)]
     fn attempt(&self, explicit_ms: Option<u64>) -> Result<u64, Miss> {
-        let passed = Cell::new(false);
-        let clock = || {
-            let boot = boot_ms();
-            let wall = match (explicit_ms, &self.time) {
-                (Some(ms), _) => ms,
-                (None, Time::Boot { anchor }) => anchor.load(Ordering::Relaxed) + boot,
-                (None, Time::Injected(clock)) => clock.now_ms(),
-            };
-            let ok = boot < self.deadline_boot_ms.load(Ordering::Acquire)
-                && wall <= self.reserved_wall_ms.load(Ordering::Acquire);
-            passed.set(ok);
-            // Past the limit: a time no layout holds, so the core refuses without issuing.
-            if ok {
-                wall
-            } else {
-                u64::MAX
-            }
-        };
-        match self.gen.try_next_id_with(&clock) {
-            Ok(id) => Ok(id),
-            Err(_) if !passed.get() => Err(Miss::Limit),
-            Err(error) => Err(Miss::Core(error)),
-        }
+        let clock = self.limited(explicit_ms, 0);
+        clock.judge(self.gen.try_next_id_with(&clock))
     }
 
     /// One try at a block of up to `max_count` ids of one tick: as [`Shared::attempt`], but
@@ -191,27 +170,17 @@ impl Shared {
         max_count: u64,
         margin_ms: u64,
     ) -> Result<IdBlock, Miss> {
-        let passed = Cell::new(false);
-        let clock = || {
-            let boot = boot_ms();
-            let wall = match (explicit_ms, &self.time) {
-                (Some(ms), _) => ms,
-                (None, Time::Boot { anchor }) => anchor.load(Ordering::Relaxed) + boot,
-                (None, Time::Injected(clock)) => clock.now_ms(),
-            };
-            let ok = boot.saturating_add(margin_ms) < self.deadline_boot_ms.load(Ordering::Acquire)
-                && wall <= self.reserved_wall_ms.load(Ordering::Acquire);
-            passed.set(ok);
-            if ok {
-                wall
-            } else {
-                u64::MAX
-            }
-        };
-        match self.gen.try_next_block_with(&clock, max_count) {
-            Ok(block) => Ok(block),
-            Err(_) if !passed.get() => Err(Miss::Limit),
-            Err(error) => Err(Miss::Core(error)),
+        let clock = self.limited(explicit_ms, margin_ms);
+        clock.judge(self.gen.try_next_block_with(&clock, max_count))
+    }
+
+    #[inline(always)]
+    fn limited(&self, explicit_ms: Option<u64>, margin_ms: u64) -> LimitedClock<'_> {
+        LimitedClock {
+            shared: self,
+            explicit_ms,
+            margin_ms,
+            passed: Cell::new(false),
         }
     }
 
@@ -826,6 +795,50 @@ impl Drop for LeasedGenerator {
         }
         // Nobody else holds a reference: the exact state is safe to store.
         let _ = self.shutdown(true);
+    }
+}
+
+/// The generator's time as the core reads it (explicit, boot-anchored or injected), turned
+/// into a time no layout holds once the deadline (less `margin_ms`) or the reservation has
+/// passed, so that the core refuses without issuing; `passed` tells the two refusals apart.
+struct LimitedClock<'a> {
+    shared: &'a Shared,
+    explicit_ms: Option<u64>,
+    margin_ms: u64,
+    passed: Cell<bool>,
+}
+
+impl Clock for LimitedClock<'_> {
+    #[inline(always)]
+    fn now_ms(&self) -> u64 {
+        let shared = self.shared;
+        let boot = boot_ms();
+        let wall = match (self.explicit_ms, &shared.time) {
+            (Some(ms), _) => ms,
+            (None, Time::Boot { anchor }) => anchor.load(Ordering::Relaxed) + boot,
+            (None, Time::Injected(clock)) => clock.now_ms(),
+        };
+        let ok = boot.saturating_add(self.margin_ms)
+            < shared.deadline_boot_ms.load(Ordering::Acquire)
+            && wall <= shared.reserved_wall_ms.load(Ordering::Acquire);
+        self.passed.set(ok);
+        if ok {
+            wall
+        } else {
+            u64::MAX
+        }
+    }
+}
+
+impl LimitedClock<'_> {
+    /// The core's answer: a refusal caused by the limit is [`Miss::Limit`].
+    #[inline(always)]
+    fn judge<T>(&self, issued: Result<T, Error>) -> Result<T, Miss> {
+        match issued {
+            Ok(value) => Ok(value),
+            Err(_) if !self.passed.get() => Err(Miss::Limit),
+            Err(error) => Err(Miss::Core(error)),
+        }
     }
 }
 

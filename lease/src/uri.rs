@@ -25,7 +25,7 @@ pub(crate) struct Target {
     pub reserve: Duration,
 }
 
-fn invalid(uri: &str, reason: impl Into<String>) -> LeaseError {
+pub(crate) fn invalid(uri: &str, reason: impl Into<String>) -> LeaseError {
     LeaseError::InvalidUri {
         uri: redact(uri),
         reason: reason.into(),
@@ -63,14 +63,19 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     value.checked_mul(unit_ms).map(Duration::from_millis)
 }
 
-fn check_app(uri: &str, app: &str) -> Result<(), LeaseError> {
-    let ok = !app.is_empty()
-        && app.len() <= 64
-        && !app.starts_with('.')
-        && app
+/// An app name or a ZooKeeper path segment: 1 to 64 of `A-Z a-z 0-9 _ - .`, not starting
+/// with `.` (safe as a file name, a table key and a znode name alike).
+pub(crate) fn is_name(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && !text.starts_with('.')
+        && text
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+fn check_app(uri: &str, app: &str) -> Result<(), LeaseError> {
+    if is_name(app) {
         Ok(())
     } else {
         Err(invalid(

@@ -12,6 +12,7 @@ use clockflake::{Error, Layout, State};
 use zookeeper_client as zk;
 
 use crate::coordinator::Grant;
+use crate::uri::invalid;
 use crate::{record, Coordinator, LeaseError};
 
 /// The default session timeout (and so lease TTL) of `zookeeper://`.
@@ -121,21 +122,8 @@ fn session_gone(error: &zk::Error) -> bool {
     )
 }
 
-fn invalid(uri: &str, reason: impl Into<String>) -> LeaseError {
-    LeaseError::InvalidUri {
-        uri: uri.to_owned(),
-        reason: reason.into(),
-    }
-}
-
 fn check_segment(uri: &str, segment: &str) -> Result<(), LeaseError> {
-    let ok = !segment.is_empty()
-        && segment.len() <= 64
-        && !segment.starts_with('.')
-        && segment
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if ok {
+    if crate::uri::is_name(segment) {
         Ok(())
     } else {
         Err(invalid(
