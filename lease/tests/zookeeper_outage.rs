@@ -12,26 +12,6 @@ use clockflake::Layout;
 use clockflake_lease::{open, wall_ms, LeaseOptions};
 use common::*;
 
-/// The ZooKeeper URL `make test-zookeeper` exports. Outside it (`cargo test`, `make test-lease`)
-/// these tests are skipped, unless `CLOCKFLAKE_ZK_REQUIRED` is set (as `make test-zookeeper`
-/// does), which turns a missing server into a failure.
-fn zk_available() -> bool {
-    if std::env::var_os("CLOCKFLAKE_ZK_URL").is_some() {
-        return true;
-    }
-    if std::env::var_os("CLOCKFLAKE_ZK_REQUIRED").is_some() {
-        panic!("CLOCKFLAKE_ZK_URL is not set: run `make test-zookeeper`, which starts a throwaway ZooKeeper");
-    }
-    eprintln!("skipped: CLOCKFLAKE_ZK_URL is not set (run `make test-zookeeper`)");
-    false
-}
-
-fn zk_url() -> String {
-    std::env::var("CLOCKFLAKE_ZK_URL").unwrap_or_else(|_| {
-        panic!("CLOCKFLAKE_ZK_URL is not set: run `make test-zookeeper`, which starts a throwaway ZooKeeper")
-    })
-}
-
 fn zk_script(action: &str) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/zookeeper.sh");
     let output = Command::new(script).arg(action).output().unwrap();

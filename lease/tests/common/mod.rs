@@ -168,3 +168,23 @@ pub fn paced(ms: u64, mut next: impl FnMut() -> u64) -> Vec<u64> {
     }
     ids
 }
+
+/// The ZooKeeper URL `make test-zookeeper` exports. Outside it (`cargo test`, `make test-lease`)
+/// these tests are skipped, unless `CLOCKFLAKE_ZK_REQUIRED` is set (as `make test-zookeeper`
+/// does), which turns a missing server into a failure.
+pub fn zk_available() -> bool {
+    if std::env::var_os("CLOCKFLAKE_ZK_URL").is_some() {
+        return true;
+    }
+    if std::env::var_os("CLOCKFLAKE_ZK_REQUIRED").is_some() {
+        panic!("CLOCKFLAKE_ZK_URL is not set: run `make test-zookeeper`, which starts a throwaway ZooKeeper");
+    }
+    eprintln!("skipped: CLOCKFLAKE_ZK_URL is not set (run `make test-zookeeper`)");
+    false
+}
+
+pub fn zk_url() -> String {
+    std::env::var("CLOCKFLAKE_ZK_URL").unwrap_or_else(|_| {
+        panic!("CLOCKFLAKE_ZK_URL is not set: run `make test-zookeeper`, which starts a throwaway ZooKeeper")
+    })
+}
