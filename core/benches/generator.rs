@@ -51,6 +51,24 @@ fn generator(c: &mut Criterion) {
         });
     });
 
+    // The floor under any lock-free shared generator: one load and one compare-and-swap on a
+    // shared word, no work at all. `next_id_at` is this plus its rules.
+    group.bench_function("atomic floor (load + compare_exchange_weak)", |b| {
+        let word = std::sync::atomic::AtomicU64::new(0);
+        b.iter(|| {
+            let last = word.load(std::sync::atomic::Ordering::Acquire);
+            black_box(
+                word.compare_exchange_weak(
+                    last,
+                    last + 1,
+                    std::sync::atomic::Ordering::AcqRel,
+                    std::sync::atomic::Ordering::Acquire,
+                )
+                .is_ok(),
+            )
+        });
+    });
+
     group.bench_function("next_id_at_mut (no clock, exclusive)", |b| {
         let mut gen = Generator::new(Layout::CLOCKSEQ, 1, Options::default()).unwrap();
         let mut i = 0u64;
