@@ -146,6 +146,12 @@ impl IdBlock {
             step: 0,
         }
     }
+
+    /// The id the block hands out next, without taking it (`None` once it is used up). Every
+    /// id of a block has the same tick and clock sequence as this one.
+    pub fn peek(&self) -> Option<u64> {
+        (self.remaining != 0).then_some(self.next)
+    }
 }
 
 impl Iterator for IdBlock {
@@ -381,7 +387,9 @@ impl Generator {
     }
 
     /// Up to `max_count` consecutive ids of one tick at an explicit time, taken in one atomic
-    /// step: a whole tick's worth when the tick is new. Never blocks; an empty block only when
+    /// step: as many as the tick still holds (a whole tick's worth when the clock moved on).
+    /// The cases the slow path decides (the very first id, the clock going back, a full tick
+    /// left behind) give a block of one id. Never blocks; an empty block only when
     /// `max_count` is 0.
     pub fn next_block_at(&self, now_ms: u64, max_count: u64) -> Result<IdBlock, Error> {
         self.issue_block(&mut || now_ms, max_count)

@@ -1,4 +1,5 @@
-//! Property tests: random clock schedules never produce a duplicate; `logical` never goes back;
+//! Property tests: random clock schedules, asking for single ids and blocks, never produce a
+//! duplicate; `logical` never goes back;
 //! encode and decode are inverses for every preset.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -59,14 +60,16 @@ fn run(layout: Layout, options: Options, schedule: &[(Move, u32)]) -> Vec<u64> {
             }
         }
         for ask in 0..*asks {
-            // Both entry points share one state: alternate them.
-            let outcome = if ask % 2 == 0 {
-                gen.next_id_at(now)
-            } else {
-                gen.next_id_at_mut(now)
+            // The three entry points share one state: take turns.
+            let outcome = match ask % 3 {
+                0 => gen.next_id_at(now).map(|id| vec![id]),
+                1 => gen.next_id_at_mut(now).map(|id| vec![id]),
+                _ => gen
+                    .next_block_at(now, u64::from(ask))
+                    .map(|block| block_ids(&layout, block)),
             };
             match outcome {
-                Ok(id) => issued.push(id),
+                Ok(ids) => issued.extend(ids),
                 Err(error) => assert!(
                     matches!(
                         error.code(),
@@ -78,6 +81,22 @@ fn run(layout: Layout, options: Options, schedule: &[(Move, u32)]) -> Vec<u64> {
         }
     }
     issued
+}
+
+/// A block's ids: at least one, consecutive sequence numbers of one tick and clock sequence.
+fn block_ids(layout: &Layout, block: clockflake::IdBlock) -> Vec<u64> {
+    let first = block.peek();
+    let ids: Vec<u64> = block.collect();
+    assert!(!ids.is_empty() && first == Some(ids[0]));
+    let head = layout.decode(ids[0]).unwrap();
+    for (k, id) in ids.iter().enumerate() {
+        let parts = layout.decode(*id).unwrap();
+        assert_eq!(
+            (parts.timestamp_ms, parts.clock_seq, parts.sequence),
+            (head.timestamp_ms, head.clock_seq, head.sequence + k as u64)
+        );
+    }
+    ids
 }
 
 fn assert_unique(ids: &[u64]) {

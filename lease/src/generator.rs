@@ -715,7 +715,7 @@ impl LeasedGenerator {
     #[inline(always)]
     fn finish_block(&self, block: IdBlock) -> Result<IdBlock, LeaseError> {
         // Every id of a block has the same tick and clock sequence: check the first.
-        if let Some(first) = block.clone().next() {
+        if let Some(first) = block.peek() {
             self.shared.covered(first)?;
         }
         Ok(block)

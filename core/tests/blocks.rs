@@ -1,0 +1,75 @@
+//! Blocks of ids (`next_block_at`): what the bindings serve from without a call per id.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use clockflake::{Generator, Layout, Options};
+
+const T: u64 = 1_735_689_600_000;
+
+#[test]
+fn a_block_takes_up_to_a_whole_tick_and_single_ids_continue_after_it() {
+    let gen = Generator::new(Layout::CLOCKSEQ, 5, Options::default()).unwrap();
+    // The very first id is decided by the slow path: a block of one.
+    let first = gen.next_block_at(T - 1, 100).unwrap();
+    assert_eq!(first.len(), 1);
+    let block: Vec<u64> = gen.next_block_at(T, 100).unwrap().collect();
+    assert_eq!(block.len(), 100);
+    assert!(block.windows(2).all(|w| w[1] == w[0] + 1));
+    assert_eq!(Layout::CLOCKSEQ.decode(block[99]).unwrap().sequence, 99);
+    let next = gen.next_id_at(T).unwrap();
+    assert_eq!(next, block[99] + 1);
+    // The rest of the tick in one block: 4,096 - 101 ids, never more than the tick holds.
+    let rest = gen.next_block_at(T, u64::MAX).unwrap();
+    assert_eq!(rest.len(), 4096 - 101);
+    let last = rest.last().unwrap();
+    assert_eq!(Layout::CLOCKSEQ.decode(last).unwrap().sequence, 4095);
+}
+
+#[test]
+fn a_full_tick_refuses_with_the_retry_time_and_the_next_tick_starts_over() {
+    let gen = Generator::new(Layout::CLOCKSEQ, 5, Options::default()).unwrap();
+    gen.next_id_at(T - 1).unwrap();
+    assert_eq!(gen.next_block_at(T, 5000).unwrap().len(), 4096);
+    let error = gen.next_block_at(T, 1).unwrap_err();
+    assert_eq!(error.code(), "SEQUENCE_EXHAUSTED");
+    assert_eq!(error.retry_at_ms(), Some(T + 1));
+    let next = gen.next_block_at(T + 1, 3).unwrap();
+    assert_eq!(
+        next.peek()
+            .map(|id| Layout::CLOCKSEQ.decode(id).unwrap().sequence),
+        Some(0)
+    );
+}
+
+#[test]
+fn an_empty_block_only_when_none_is_asked_for() {
+    let gen = Generator::new(Layout::CLOCKSEQ, 5, Options::default()).unwrap();
+    let empty = gen.next_block_at(T, 0).unwrap();
+    assert_eq!((empty.len(), empty.peek()), (0, None));
+    // Asking for nothing used no id.
+    let first = gen.next_id_at(T).unwrap();
+    assert_eq!(Layout::CLOCKSEQ.decode(first).unwrap().sequence, 0);
+}
+
+#[test]
+fn a_block_after_the_clock_steps_back_moves_to_another_clock_sequence() {
+    let gen = Generator::new(Layout::CLOCKSEQ, 5, Options::default()).unwrap();
+    gen.next_id_at(T - 1).unwrap();
+    let before: Vec<u64> = gen.next_block_at(T, 50).unwrap().collect();
+    assert_eq!(before.len(), 50);
+    // The step back is the slow path's decision: one id, on a fresh clock sequence...
+    let after: Vec<u64> = gen.next_block_at(T - 1_000, 50).unwrap().collect();
+    assert_eq!(after.len(), 1);
+    // ...and the next block of that tick is a full one again.
+    let after: Vec<u64> = after
+        .into_iter()
+        .chain(gen.next_block_at(T - 1_000, 50).unwrap())
+        .collect();
+    assert_eq!(after.len(), 51);
+    let (a, b) = (
+        Layout::CLOCKSEQ.decode(before[0]).unwrap(),
+        Layout::CLOCKSEQ.decode(after[0]).unwrap(),
+    );
+    assert_ne!(a.clock_seq, b.clock_seq);
+    assert_eq!(b.timestamp_ms, T - 1_000);
+    assert!(before.iter().all(|id| !after.contains(id)));
+}
