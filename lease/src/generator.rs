@@ -380,7 +380,7 @@ impl LeasedGenerator {
         let describe = coordinator.describe();
         let sent_boot_ms = boot_ms();
         let grant = coordinator.acquire(&layout)?;
-        match Self::resume_grant(
+        let build = match Self::resume_grant(
             &mut coordinator,
             layout,
             &options,
@@ -388,70 +388,30 @@ impl LeasedGenerator {
             sent_boot_ms,
             &grant,
         ) {
-            Ok((shared, until_ms)) => {
-                let SharedParts {
-                    gen,
-                    time,
-                    deadline_boot_ms,
-                    reserved_wall_ms,
-                    reserved_cs_bits,
-                    forked,
-                    pid,
-                    cs_mask,
-                    ahead_ms,
-                    reserve_ms,
-                    ttl_ms,
-                    margin_ms,
-                    ready_at_ms,
-                    max_handover_wait_ms,
-                } = shared;
-                let shared = Arc::new(Shared {
-                    gen,
-                    time,
-                    deadline_boot_ms,
-                    reserved_wall_ms,
-                    reserved_cs_bits,
-                    forked,
-                    pid,
-                    cs_mask,
-                    ahead_ms,
-                    reserve_ms,
-                    ttl_ms,
-                    margin_ms,
-                    ready_at_ms,
-                    max_handover_wait_ms,
-                    describe,
-                    control: Mutex::new(Control {
-                        coordinator,
-                        until_ms,
-                        status: Status::Active,
-                        last_error: None,
-                        latency_ms: 0,
-                    }),
-                    stop: Mutex::new(false),
-                    wake: Condvar::new(),
-                });
-                let runner = Arc::clone(&shared);
-                let renewer = std::thread::Builder::new()
-                    .name(format!("clockflake-lease-{}", grant.worker_id))
-                    .spawn(move || renew_loop(&runner))
-                    .map_err(|error| LeaseError::unavailable(&shared.describe, error))?;
-                Ok(LeasedGenerator {
-                    shared,
-                    renewer: Mutex::new(Some(renewer)),
-                    worker_id: grant.worker_id,
-                    layout,
-                })
-            }
+            Ok(build) => build,
             Err(error) => {
                 // Give the worker id back untouched; a broken record stays as it is.
                 let _ = coordinator.release(None);
-                Err(error)
+                return Err(error);
             }
-        }
+        };
+        let shared = Arc::new(build(coordinator, describe));
+        let runner = Arc::clone(&shared);
+        let renewer = std::thread::Builder::new()
+            .name(format!("clockflake-lease-{}", grant.worker_id))
+            .spawn(move || renew_loop(&runner))
+            .map_err(|error| LeaseError::unavailable(&shared.describe, error))?;
+        Ok(LeasedGenerator {
+            shared,
+            renewer: Mutex::new(Some(renewer)),
+            worker_id: grant.worker_id,
+            layout,
+        })
     }
 
-    /// Builds everything but the control block, and persists the first reservation.
+    /// Resumes the worker's state under the grant and persists the first reservation; returns
+    /// what builds the shared part once given the coordinator back (which the caller keeps
+    /// until then, to release the worker id if this fails).
     fn resume_grant(
         coordinator: &mut Box<dyn Coordinator>,
         layout: Layout,
@@ -459,7 +419,7 @@ impl LeasedGenerator {
         reserve: Duration,
         sent_boot_ms: u64,
         grant: &Grant,
-    ) -> Result<(SharedParts, u64), LeaseError> {
+    ) -> Result<impl FnOnce(Box<dyn Coordinator>, String) -> Shared, LeaseError> {
         let time = match &options.clock {
             Some(clock) => Time::Injected(Arc::clone(clock)),
             None => Time::Boot {
@@ -503,11 +463,21 @@ impl LeasedGenerator {
             let ttl_ms = grant.ttl.map(|ttl| ttl.as_millis() as u64);
             // Stop a tenth of the TTL (at least 20 ms) before the lease could expire.
             let margin_ms = ttl_ms.map_or(0, |ttl| (ttl / 10).max(20));
-            let shared = SharedParts {
+            // The first reservation, persisted before any id.
+            let until_ms = now_ms.max(ready_at_ms) + reserve_ms + ahead_ms;
+            let mut first = gen.state();
+            first.reserve(until_ms);
+            coordinator.renew(&first)?;
+            let deadline = match ttl_ms {
+                Some(ttl) => sent_boot_ms + ttl.saturating_sub(margin_ms),
+                None => u64::MAX,
+            };
+            let max_handover_wait_ms = options.max_handover_wait.as_millis() as u64;
+            return Ok(move |coordinator, describe| Shared {
                 gen,
                 time,
-                deadline_boot_ms: AtomicU64::new(0),
-                reserved_wall_ms: AtomicU64::new(0),
+                deadline_boot_ms: AtomicU64::new(deadline),
+                reserved_wall_ms: AtomicU64::new(until_ms - ahead_ms),
                 reserved_cs_bits: AtomicU64::new(layout.compose_clock_seq(clock_seq)),
                 forked: AtomicBool::new(false),
                 pid: std::process::id(),
@@ -517,22 +487,18 @@ impl LeasedGenerator {
                 ttl_ms,
                 margin_ms,
                 ready_at_ms,
-                max_handover_wait_ms: options.max_handover_wait.as_millis() as u64,
-            };
-            // The first reservation, persisted before any id.
-            let until_ms = now_ms.max(ready_at_ms) + reserve_ms + ahead_ms;
-            let mut first = shared.gen.state();
-            first.reserve(until_ms);
-            coordinator.renew(&first)?;
-            let deadline = match ttl_ms {
-                Some(ttl) => sent_boot_ms + ttl.saturating_sub(margin_ms),
-                None => u64::MAX,
-            };
-            shared.deadline_boot_ms.store(deadline, Ordering::Release);
-            shared
-                .reserved_wall_ms
-                .store(until_ms - ahead_ms, Ordering::Release);
-            return Ok((shared, until_ms));
+                max_handover_wait_ms,
+                describe,
+                control: Mutex::new(Control {
+                    coordinator,
+                    until_ms,
+                    status: Status::Active,
+                    last_error: None,
+                    latency_ms: 0,
+                }),
+                stop: Mutex::new(false),
+                wake: Condvar::new(),
+            });
         }
         // Let core name the problem (layout mismatch, clock sequence out of range).
         Generator::resume(layout, &state, options.generator)?;
@@ -843,24 +809,6 @@ impl LimitedClock<'_> {
 }
 
 use crate::coordinator::Grant;
-
-/// [`Shared`] without the parts known only after the first reservation.
-struct SharedParts {
-    gen: Generator,
-    time: Time,
-    deadline_boot_ms: AtomicU64,
-    reserved_wall_ms: AtomicU64,
-    reserved_cs_bits: AtomicU64,
-    forked: AtomicBool,
-    pid: u32,
-    cs_mask: u64,
-    ahead_ms: u64,
-    reserve_ms: u64,
-    ttl_ms: Option<u64>,
-    margin_ms: u64,
-    ready_at_ms: u64,
-    max_handover_wait_ms: u64,
-}
 
 fn renew_loop(shared: &Shared) {
     let interval_ms = match shared.ttl_ms {
