@@ -186,23 +186,7 @@ fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     // Released cleanly: the next holder is granted at once.
     let uri = uri(&app("ahead"), "1s");
-    let ahead = LeaseOptions {
-        clock: Some(Arc::new(|| wall_ms() + 2000)),
-        ..LeaseOptions::default()
-    };
-    let first = open(&uri, Layout::CLOCKSEQ, ahead).unwrap();
-    let ids = paced(300, || first.next_id().unwrap());
-    first.close().unwrap();
-    let second = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
-    assert_eq!(second.worker_id(), first.worker_id());
-    let next = paced(2500, || second.next_id().unwrap());
-    let cs = |id: u64| Layout::CLOCKSEQ.decode(id).unwrap().clock_seq;
-    assert_ne!(
-        cs(next[0]),
-        cs(ids[0]),
-        "the new holder moved clock sequence"
-    );
-    assert_unique("released handover", ids.iter().chain(&next).copied());
+    let second = handover_from_2s_ahead_repeats_nothing(&uri, "released handover");
     second.close().unwrap();
 
     // Killed: the lease expires on the server's clock and the rival resumes from the marks.

@@ -188,3 +188,33 @@ pub fn zk_url() -> String {
         panic!("CLOCKFLAKE_ZK_URL is not set: run `make test-zookeeper`, which starts a throwaway ZooKeeper")
     })
 }
+
+/// Handover from a holder whose clock runs 2 s ahead, on the coordinator `uri` names: about
+/// 15 ids per ms for 300 ms of the first holder's clock, closed, then 2.5 s of the next
+/// holder's, whose clock passes through the first one's times. Had the next holder ignored the
+/// stored marks, the same (time, clock_seq, worker, sequence) would repeat. Returns the next
+/// holder, still open.
+pub fn handover_from_2s_ahead_repeats_nothing(
+    uri: &str,
+    label: &str,
+) -> clockflake_lease::LeasedGenerator {
+    use clockflake_lease::{open, wall_ms, LeaseOptions};
+    let ahead = LeaseOptions {
+        clock: Some(Arc::new(|| wall_ms() + 2000)),
+        ..LeaseOptions::default()
+    };
+    let first = open(uri, Layout::CLOCKSEQ, ahead).unwrap();
+    let ids = paced(300, || first.next_id().unwrap());
+    first.close().unwrap();
+    let second = open(uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    assert_eq!(second.worker_id(), first.worker_id());
+    let next = paced(2500, || second.next_id().unwrap());
+    let cs = |id: u64| Layout::CLOCKSEQ.decode(id).unwrap().clock_seq;
+    assert_ne!(
+        cs(next[0]),
+        cs(ids[0]),
+        "the new holder moved clock sequence"
+    );
+    assert_unique(label, ids.iter().chain(&next).copied());
+    second
+}
