@@ -9,19 +9,11 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use clockflake::{Field, Generator, Layout, MonotonicClock, Options};
-use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions};
+use clockflake::{Generator, MonotonicClock, Options};
+use clockflake_lease::{open, LeaseError, LeaseOptions};
 
-const IDS: u32 = 2_000_000;
-const ROUNDS: usize = 9;
-
-fn per_id_ns(mut next: impl FnMut() -> u64) -> f64 {
-    let started = Instant::now();
-    for _ in 0..IDS {
-        black_box(next());
-    }
-    started.elapsed().as_nanos() as f64 / f64::from(IDS)
-}
+mod common;
+use common::{median, no_wait_layout, per_id_ns, IDS, ROUNDS};
 
 /// Per id, taking blocks of `BLOCK` ids.
 fn per_id_ns_blocks<B: Iterator<Item = u64>>(mut next: impl FnMut() -> B) -> f64 {
@@ -40,25 +32,11 @@ fn per_id_ns_blocks<B: Iterator<Item = u64>>(mut next: impl FnMut() -> B) -> f64
 
 const BLOCK: u64 = 256;
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn main() -> Result<(), LeaseError> {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return Ok(()); // `cargo test --benches` smoke run
     }
-    let layout = Layout::new(
-        &[
-            (Field::Timestamp, 30),
-            (Field::ClockSeq, 3),
-            (Field::Worker, 7),
-            (Field::Sequence, 23),
-        ],
-        1,
-        wall_ms() - 86_400_000,
-    )?;
+    let layout = no_wait_layout()?;
     let dir = std::env::temp_dir().join(format!("clockflake-lease-bench-{}", std::process::id()));
     let uri = format!("file://{}?app=bench", dir.display());
     let fixed = Generator::new(layout, 1, Options::default())?;

@@ -7,25 +7,13 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use clockflake::{Field, Generator, Layout, Options};
+use clockflake::{Generator, Layout, Options};
 use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions};
 
+mod common;
+use common::{median, no_wait_layout, per_id_ns, IDS, ROUNDS};
+
 const STARTS: usize = 21;
-const IDS: u32 = 2_000_000;
-const ROUNDS: usize = 9;
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn per_id_ns(mut next: impl FnMut() -> u64) -> f64 {
-    let started = Instant::now();
-    for _ in 0..IDS {
-        black_box(next());
-    }
-    started.elapsed().as_nanos() as f64 / f64::from(IDS)
-}
 
 /// Milliseconds from `open` to the first id, then closes.
 fn start_ms(uri: &str) -> Result<f64, LeaseError> {
@@ -69,16 +57,7 @@ fn main() -> Result<(), LeaseError> {
         println!("| {name} | {:.2} |", median(samples));
     }
 
-    let layout = Layout::new(
-        &[
-            (Field::Timestamp, 30),
-            (Field::ClockSeq, 3),
-            (Field::Worker, 7),
-            (Field::Sequence, 23),
-        ],
-        1,
-        wall_ms() - 86_400_000,
-    )?;
+    let layout = no_wait_layout()?;
     let fixed = Generator::new(layout, 1, Options::default())?;
     let leased = open(
         &format!("{base}&server=per-id"),
