@@ -3,23 +3,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import * as api from '../index.mjs';
+import { throwsCoded } from '../../tests/harness/node-errors.mjs';
 
 const { Generator, decode, encode, idRange, layouts, describeLayout } = api;
 const T = 1_795_000_000_000; // 2026-11-19T...Z, inside every generating layout's lifetime
 
-function throwsCoded(fn, code, ErrorClass = Error) {
-  let caught;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  assert.ok(caught instanceof ErrorClass, `expected a ${ErrorClass.name}, got ${caught}`);
-  assert.equal(caught.code, code, caught.message);
-  assert.equal(typeof caught.message, 'string');
-  assert.ok('retryAtMs' in caught, 'every error has retryAtMs');
-  return caught;
-}
 
 test('exports: the same objects from require and import', () => {
   const cjs = createRequire(import.meta.url)('../index.js');

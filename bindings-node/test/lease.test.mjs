@@ -9,24 +9,13 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Generator, decode } from '../index.mjs';
+import { throwsCoded as throwsCodedWith } from '../../tests/harness/node-errors.mjs';
 
 function tempDir() {
   return mkdtempSync(join(tmpdir(), 'clockflake-node-lease-'));
 }
 
-function throwsCoded(fn, code, ErrorClass = Error) {
-  let caught;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  assert.ok(caught instanceof ErrorClass, `expected a ${ErrorClass.name} with code ${code}, got ${caught}`);
-  assert.equal(caught.code, code, caught.message);
-  assert.ok(caught.message.length > 20, 'a message that says what went wrong');
-  assert.ok('retryAtMs' in caught);
-  return caught;
-}
+const throwsCoded = (fn, code, ErrorClass = Error) => throwsCodedWith(fn, code, ErrorClass, { minMessageLength: 21 });
 
 // 2 worker bits: a pool of 4 worker ids.
 const SMALL = {

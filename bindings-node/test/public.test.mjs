@@ -4,23 +4,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import * as api from '../index.mjs';
+import { throwsCoded as throwsCodedWith } from '../../tests/harness/node-errors.mjs';
 
 const { PublicIds, Generator } = api;
 const KEY1 = new TextEncoder().encode('clockflake-key-1');
 const KEY2 = Uint8Array.from({ length: 16 }, (_, i) => i);
 
-function throwsCoded(fn, code, ErrorClass = Error) {
-  let caught;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  assert.ok(caught instanceof ErrorClass, `expected a ${ErrorClass.name} with code ${code}, got ${caught}`);
-  assert.equal(caught.code, code, caught.message);
-  assert.ok(caught.message.length > 10);
-  return caught;
-}
+const throwsCoded = (fn, code, ErrorClass = Error) => throwsCodedWith(fn, code, ErrorClass, { minMessageLength: 11 });
 
 test('PublicIds: exported from require and import alike', () => {
   assert.equal(createRequire(import.meta.url)('../index.js').PublicIds, PublicIds);
