@@ -81,15 +81,8 @@ fn stable_ids_per_server_identity_and_the_smallest_free_id() {
     let lines = first.finish();
     assert_eq!(lines[0].1, "worker 4", "{lines:?}");
     let started = Instant::now();
-    let output = probe(&["--uri", &server, "--count", "100"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{text} {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = probe_stdout(&["--uri", &server, "--count", "100"]);
+    let text = String::from_utf8_lossy(&output);
     assert!(text.starts_with("worker 4\n"), "{text}");
     assert!(started.elapsed() < Duration::from_secs(10));
     let mut both: Vec<u64> = lines

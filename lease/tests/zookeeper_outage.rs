@@ -99,15 +99,8 @@ fn zookeeper_stopped_and_restarted() {
     zk_script("start");
     // Resumes after a new lease: same identities, same worker ids (the old sessions, restored
     // by the restarted server, expire first).
-    let output = probe(&["--uri", &holder_uri, "--count", "1000"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{text} {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = probe_stdout(&["--uri", &holder_uri, "--count", "1000"]);
+    let text = String::from_utf8_lossy(&output);
     assert_eq!(text.lines().next(), lines.first().map(|(_, l)| l.as_str()));
     all.extend(text_ids(&text));
     let inside = open(&inside_uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();

@@ -55,6 +55,19 @@ pub fn probe(args: &[&str]) -> Command {
     command
 }
 
+/// Runs the probe to its end and returns its stdout; a failed run fails the test with both
+/// of its outputs.
+pub fn probe_stdout(args: &[&str]) -> Vec<u8> {
+    let output = probe(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "probe {args:?}: {}\nstdout: {}",
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    output.stdout
+}
+
 /// Ids from `--binary` output (a trailing partial id, cut by kill -9, is dropped).
 pub fn binary_ids(bytes: &[u8]) -> Vec<u64> {
     bytes
