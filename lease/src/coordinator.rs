@@ -36,7 +36,12 @@ pub trait Coordinator: Send {
 
     /// Takes a free worker id of `layout`, or fails with `WORKER_POOL_EXHAUSTED` when all
     /// `layout.max_worker_id() + 1` are held.
-    fn acquire(&mut self, layout: &Layout) -> Result<Grant, LeaseError>;
+    ///
+    /// `now_ms` is the starting generator's wall clock (Unix ms). Among free worker ids, one
+    /// whose record it can use at once ([`ready_at_ms`] is 0) is preferred over one whose
+    /// every clock sequence is marked at or after `now_ms`: a restart with the clock behind
+    /// then starts at once instead of waiting for those marks to pass.
+    fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError>;
 
     /// Extends the lease (when it expires at all) and stores `state` with it, in one step.
     /// Fails with `LEASE_LOST` when the lease is gone: the caller must stop at once.
@@ -47,4 +52,43 @@ pub trait Coordinator: Send {
 
     /// Reads the stored state record of any worker id, for inspection.
     fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError>;
+}
+
+fn tick(layout: &Layout, ms: u64) -> u64 {
+    ms.saturating_sub(layout.epoch_ms()) / layout.unit_ms()
+}
+
+/// The clock sequence a new holder of `state` continues in at `now_ms`, and the wall ms from
+/// which it can issue ids there (0: at once).
+///
+/// It is the first clock sequence in rotation from the stored one whose mark is below the
+/// clock's tick (never used counts); if none is, the one whose mark passes first, ready on the
+/// first tick after that mark.
+pub fn choose_clock_seq(layout: &Layout, state: &State, now_ms: u64) -> (u64, u64) {
+    let count = layout.clock_seqs();
+    let now_tick = tick(layout, now_ms);
+    let mark_of = |k: u64| state.high_water_ms.get(k as usize).copied().flatten();
+    for step in 0..count {
+        let k = (state.clock_seq + step) % count;
+        match mark_of(k) {
+            None => return (k, 0),
+            Some(mark) if tick(layout, mark) < now_tick => return (k, 0),
+            Some(_) => {}
+        }
+    }
+    let (k, mark) = (0..count)
+        .filter_map(|k| Some((k, mark_of(k)?)))
+        .min_by_key(|&(_, mark)| mark)
+        .unwrap_or((state.clock_seq, now_ms));
+    (
+        k,
+        layout.epoch_ms() + (tick(layout, mark) + 1) * layout.unit_ms(),
+    )
+}
+
+/// From when (wall ms) a holder starting at `now_ms` can issue ids under a stored record
+/// (`None`: never used): 0 when at once. Coordinators prefer worker ids for which this is 0.
+#[allow(dead_code)] // used by the coordinators preferring usable worker ids (next commit)
+pub fn ready_at_ms(layout: &Layout, state: Option<&State>, now_ms: u64) -> u64 {
+    state.map_or(0, |state| choose_clock_seq(layout, state, now_ms).1)
 }

@@ -92,7 +92,7 @@ impl Coordinator for FileCoordinator {
         )
     }
 
-    fn acquire(&mut self, layout: &Layout) -> Result<Grant, LeaseError> {
+    fn acquire(&mut self, layout: &Layout, _now_ms: u64) -> Result<Grant, LeaseError> {
         if self.held.is_some() {
             return Err(LeaseError::unavailable(
                 &self.describe(),

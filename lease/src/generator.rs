@@ -12,6 +12,7 @@ use clockflake::{
 };
 
 use crate::clock::{boot_ms, wall_ms};
+use crate::coordinator::choose_clock_seq;
 use crate::{Coordinator, LeaseError};
 
 /// How a leased generator is built, besides its URI and layout.
@@ -59,6 +60,25 @@ enum Time {
     Boot { anchor: AtomicU64 },
     /// An injected clock; the boot clock is read besides it for the deadline.
     Injected(Arc<dyn Clock + Send + Sync>),
+}
+
+impl Time {
+    fn new(options: &LeaseOptions) -> Time {
+        match &options.clock {
+            Some(clock) => Time::Injected(Arc::clone(clock)),
+            None => Time::Boot {
+                anchor: AtomicU64::new(wall_ms().saturating_sub(boot_ms())),
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn now_ms(&self) -> u64 {
+        match self {
+            Time::Boot { anchor } => anchor.load(Ordering::Relaxed) + boot_ms(),
+            Time::Injected(clock) => clock.now_ms(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,10 +167,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     #[inline(always)]
     fn wall_now(&self) -> u64 {
-        match &self.time {
-            Time::Boot { anchor } => anchor.load(Ordering::Relaxed) + boot_ms(),
-            Time::Injected(clock) => clock.now_ms(),
-        }
+        self.time.now_ms()
     }
 
     /// One try on the fast path: the core generator, on a clock that fails every id once
@@ -331,38 +348,6 @@ fn block_margin_ms(layout: &Layout) -> u64 {
     2 * layout.unit_ms() + 10
 }
 
-fn tick(layout: &Layout, ms: u64) -> u64 {
-    ms.saturating_sub(layout.epoch_ms()) / layout.unit_ms()
-}
-
-/// The clock sequence to continue in after a handover: the first in rotation from the stored
-/// one whose mark is below the clock (never used counts); if none, the one whose mark passes
-/// first, and the wall ms from which it can be used.
-fn choose_clock_seq(layout: &Layout, state: &State, now_ms: u64) -> (u64, u64) {
-    let count = layout.clock_seqs();
-    let now_tick = tick(layout, now_ms);
-    let free = |k: u64| match state.high_water_ms.get(k as usize).copied().flatten() {
-        None => true,
-        Some(mark) => tick(layout, mark) < now_tick,
-    };
-    for step in 0..count {
-        let k = (state.clock_seq + step) % count;
-        if free(k) {
-            return (k, 0);
-        }
-    }
-    let (k, mark) = (0..count)
-        .filter_map(|k| {
-            let mark = state.high_water_ms.get(k as usize).copied().flatten()?;
-            Some((k, mark))
-        })
-        .min_by_key(|&(_, mark)| mark)
-        .unwrap_or((state.clock_seq, now_ms));
-    // The first tick after the mark's.
-    let ready = layout.epoch_ms() + (tick(layout, mark) + 1) * layout.unit_ms();
-    (k, ready)
-}
-
 impl LeasedGenerator {
     /// Takes a worker id from `coordinator` and starts generating under it, continuing from
     /// the worker's stored state. `reserve` is how far ahead of the clock the state record is
@@ -379,7 +364,7 @@ impl LeasedGenerator {
         }
         let describe = coordinator.describe();
         let sent_boot_ms = boot_ms();
-        let grant = coordinator.acquire(&layout)?;
+        let grant = coordinator.acquire(&layout, Time::new(&options).now_ms())?;
         let build = match Self::resume_grant(
             &mut coordinator,
             layout,
@@ -420,16 +405,8 @@ impl LeasedGenerator {
         sent_boot_ms: u64,
         grant: &Grant,
     ) -> Result<impl FnOnce(Box<dyn Coordinator>, String) -> Shared, LeaseError> {
-        let time = match &options.clock {
-            Some(clock) => Time::Injected(Arc::clone(clock)),
-            None => Time::Boot {
-                anchor: AtomicU64::new(wall_ms().saturating_sub(boot_ms())),
-            },
-        };
-        let now_ms = match &time {
-            Time::Boot { anchor } => anchor.load(Ordering::Relaxed) + boot_ms(),
-            Time::Injected(clock) => clock.now_ms(),
-        };
+        let time = Time::new(options);
+        let now_ms = time.now_ms();
         layout.check_time(now_ms)?;
         let mut state = match grant.state {
             Some(state) => {

@@ -214,7 +214,7 @@ impl Coordinator for PostgresCoordinator {
         self.describe.clone()
     }
 
-    fn acquire(&mut self, layout: &Layout) -> Result<Grant, LeaseError> {
+    fn acquire(&mut self, layout: &Layout, _now_ms: u64) -> Result<Grant, LeaseError> {
         if self.held.is_some() {
             return Err(self.unavailable("this coordinator already holds a lease"));
         }

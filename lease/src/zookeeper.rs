@@ -874,7 +874,7 @@ impl Coordinator for ZooKeeperCoordinator {
         self.describe.clone()
     }
 
-    fn acquire(&mut self, layout: &Layout) -> Result<Grant, LeaseError> {
+    fn acquire(&mut self, layout: &Layout, _now_ms: u64) -> Result<Grant, LeaseError> {
         // Start-up always runs on a new session: a lost one is never revived.
         self.close_session();
         let workers = layout.max_worker_id().saturating_add(1);

@@ -357,7 +357,9 @@ fn the_coordinator_directly() {
     let app = app("direct");
     let mut coordinator = ZooKeeperCoordinator::from_uri(&uri(&app, "direct:1", "1s")).unwrap();
     assert!(coordinator.describe().contains("/snowflake/"));
-    let grant = coordinator.acquire(&Layout::CLOCKSEQ).unwrap();
+    let grant = coordinator
+        .acquire(&Layout::CLOCKSEQ, clockflake_lease::wall_ms())
+        .unwrap();
     assert_eq!((grant.worker_id, grant.state), (0, None));
     assert_eq!(grant.ttl, Some(Duration::from_secs(1)));
     let gen = clockflake::Generator::new(Layout::CLOCKSEQ, 0, Default::default()).unwrap();
@@ -370,7 +372,9 @@ fn the_coordinator_directly() {
     // After release the lease is gone.
     assert_eq!(coordinator.renew(&state).unwrap_err().code(), "LEASE_LOST");
     // A new start-up on the same coordinator gets the same id and the stored record.
-    let again = coordinator.acquire(&Layout::CLOCKSEQ).unwrap();
+    let again = coordinator
+        .acquire(&Layout::CLOCKSEQ, clockflake_lease::wall_ms())
+        .unwrap();
     assert_eq!((again.worker_id, again.state), (0, Some(state)));
     coordinator.release(None).unwrap();
 }
@@ -451,13 +455,15 @@ fn a_holder_whose_nodes_are_taken_over_loses_its_lease() {
         let holder_uri = uri(&app, "holder:1", "5s");
         let mut holder = ZooKeeperCoordinator::from_uri(&holder_uri).unwrap();
         let layout = single_worker();
-        let grant = holder.acquire(&layout).unwrap();
+        let grant = holder
+            .acquire(&layout, clockflake_lease::wall_ms())
+            .unwrap();
         let gen = clockflake::Generator::new(layout, grant.worker_id, Default::default()).unwrap();
         gen.next_id_at(wall_ms()).unwrap();
         holder.renew(&gen.state()).unwrap();
         tamper(format!("/snowflake/{app}/instances/0"), None);
         let mut taker = ZooKeeperCoordinator::from_uri(&uri(&app, rival, "5s")).unwrap();
-        let taken = taker.acquire(&layout).unwrap();
+        let taken = taker.acquire(&layout, clockflake_lease::wall_ms()).unwrap();
         assert_eq!(taken.worker_id, 0);
         assert_eq!(
             taken.state,
