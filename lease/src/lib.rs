@@ -21,13 +21,14 @@
 //! gen.close()?;
 //! # Ok::<(), clockflake_lease::LeaseError>(())
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // allowed in `fork` only (pthread_atfork)
 #![deny(missing_docs)]
 
 mod clock;
 mod coordinator;
 mod error;
 mod file;
+pub mod fork;
 mod generator;
 mod pg;
 mod record;
