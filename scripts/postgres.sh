@@ -6,6 +6,9 @@
 #   scripts/postgres.sh url      print its URL: postgres://postgres@127.0.0.1:PORT/postgres
 #   scripts/postgres.sh halt     stop the server immediately, keep the cluster (outage tests)
 #   scripts/postgres.sh resume   start the halted server again on the same port
+#   scripts/postgres.sh freeze   SIGSTOP the postmaster and every backend (the kernel still
+#                                acknowledges packets, so no socket timeout fires)
+#   scripts/postgres.sh thaw     SIGCONT them
 #   scripts/postgres.sh stop     stop the server and delete the cluster
 #
 # CLOCKFLAKE_PG_DIR defaults to /tmp/clockflake-lease-pg. As root the server runs as the
@@ -70,6 +73,14 @@ case "${1:-}" in
     ;;
   resume)
     server_start
+    ;;
+  freeze|thaw)
+    signal=STOP
+    [ "$1" = thaw ] && signal=CONT
+    postmaster=$(head -1 "$DIR/data/postmaster.pid")
+    for pid in $postmaster $(pgrep -P "$postmaster" || true); do
+      kill -s "$signal" "$pid" 2>/dev/null || true
+    done
     ;;
   stop)
     if is_running; then

@@ -7,6 +7,8 @@
 #                                 answers, print its URL
 #   scripts/zookeeper.sh url      print its URL: zookeeper://127.0.0.1:PORT
 #   scripts/zookeeper.sh halt     kill the server at once, keep its data and port (outage tests)
+#   scripts/zookeeper.sh freeze   SIGSTOP the server (frozen, not gone: sockets stay open)
+#   scripts/zookeeper.sh thaw     SIGCONT it
 #   scripts/zookeeper.sh stop     kill the server and delete the directory
 #
 # CLOCKFLAKE_ZK_DIR defaults to /tmp/clockflake-zookeeper. Not the system service: the server
@@ -129,12 +131,18 @@ case "${1:-}" in
   halt)
     server_kill
     ;;
+  freeze)
+    kill -STOP "$(cat "$DIR/pid")"
+    ;;
+  thaw)
+    kill -CONT "$(cat "$DIR/pid")"
+    ;;
   stop)
     server_kill
     rm -rf "$DIR"
     ;;
   *)
-    echo "usage: $0 start|url|halt|stop" >&2
+    echo "usage: $0 start|url|halt|freeze|thaw|stop" >&2
     exit 2
     ;;
 esac

@@ -40,6 +40,20 @@ pub enum LeaseError {
         /// The underlying error.
         reason: String,
     },
+    /// `COORDINATOR_UNAVAILABLE`, retryable: the id needs a reservation (a later time, or a
+    /// new clock sequence after the clock stepped back) that the renewal thread has not
+    /// persisted yet. Id calls never wait on coordinator I/O: they ask the renewal thread and
+    /// wait at most a few ms for it. Retry at [`LeaseError::retry_at_ms`].
+    RenewalLate {
+        /// Which coordinator.
+        coordinator: String,
+        /// Wall ms up to which the reservation persisted so far reaches.
+        reserved_until_ms: u64,
+        /// The last renewal's error, if it failed.
+        last_error: Option<String>,
+        /// When to try again, Unix ms.
+        retry_at_ms: u64,
+    },
     /// `GENERATOR_CLOSED`: `close()` was called; the worker id has been released.
     Closed,
     /// `INVALID_LAYOUT`: a layout with more worker ids than a coordinator hands out
@@ -58,7 +72,9 @@ impl LeaseError {
             LeaseError::LeaseLost { .. } => "LEASE_LOST",
             LeaseError::CorruptState { .. } => "INVALID_STATE",
             LeaseError::InvalidUri { .. } => "INVALID_URI",
-            LeaseError::CoordinatorUnavailable { .. } => "COORDINATOR_UNAVAILABLE",
+            LeaseError::CoordinatorUnavailable { .. } | LeaseError::RenewalLate { .. } => {
+                "COORDINATOR_UNAVAILABLE"
+            }
             LeaseError::Closed => "GENERATOR_CLOSED",
             LeaseError::TooManyWorkers { .. } => "INVALID_LAYOUT",
         }
@@ -72,6 +88,7 @@ impl LeaseError {
     pub fn retry_at_ms(&self) -> Option<u64> {
         match self {
             LeaseError::Core(error) => error.retry_at_ms(),
+            LeaseError::RenewalLate { retry_at_ms, .. } => Some(*retry_at_ms),
             _ => None,
         }
     }
@@ -135,6 +152,22 @@ impl fmt::Display for LeaseError {
                 coordinator,
                 reason,
             } => write!(f, "coordinator unavailable: {coordinator}: {reason}"),
+            LeaseError::RenewalLate {
+                coordinator,
+                reserved_until_ms,
+                last_error,
+                retry_at_ms,
+            } => {
+                write!(
+                    f,
+                    "coordinator unavailable: {coordinator}: the reservation persisted so far \
+                     ends at {reserved_until_ms} (Unix ms) and its renewal has not completed"
+                )?;
+                if let Some(error) = last_error {
+                    write!(f, " (last error: {error})")?;
+                }
+                write!(f, "; retry at {retry_at_ms}")
+            }
             LeaseError::Closed => {
                 f.write_str("generator closed: its worker-id lease was released by close()")
             }

@@ -1,11 +1,18 @@
 //! The leased generator: a core [`Generator`] whose every id is checked against the lease
 //! deadline and the persisted reservation, with renewal on a background thread.
+//!
+//! Who may wait on what: calls that issue ids read atomics only. They never take the mutex
+//! around the coordinator (`Control`), which the renewal thread holds during coordinator I/O;
+//! when they need a renewal (the reservation ran out, or the clock stepped back into a new
+//! clock sequence) they ask the renewal thread and wait at most [`RENEWAL_WAIT`] for it, so a
+//! frozen coordinator can never hold an id call for longer. Past the lease deadline they
+//! refuse at once.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clockflake::{
     Clock, Error, Field, Generator, IdBlock, Layout, Options, Policy, State, MAX_CLOCK_SEQS,
@@ -14,6 +21,28 @@ use clockflake::{
 use crate::clock::{boot_ms, wall_ms};
 use crate::coordinator::choose_clock_seq;
 use crate::{Coordinator, LeaseError};
+
+/// Longest an id call waits for the renewal thread to persist a reservation it needs; past it
+/// the call refuses with [`LeaseError::RenewalLate`] (retryable).
+pub const RENEWAL_WAIT: Duration = Duration::from_millis(50);
+
+/// How far the wall clock must be behind the generator's time before the generator's time
+/// follows it back (a clock excursion to the future, corrected). Smaller steps back (NTP
+/// slews) stay smoothed: the generator's time waits for the wall clock to catch up.
+pub const FOLLOW_BACK_MS: u64 = 1000;
+
+/// Longest [`LeasedGenerator::close`] waits for a renewal in flight to finish; past it, ids
+/// have stopped but the worker id is released by the renewal thread once the coordinator
+/// answers (or by the lease's expiry).
+pub const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// How often the renewal thread looks at the wall clock (to follow it forward or back), even
+/// when no renewal is due.
+const LOOK_INTERVAL_MS: u64 = 100;
+
+const ACTIVE: u8 = 0;
+const LOST: u8 = 1;
+const CLOSED: u8 = 2;
 
 /// How a leased generator is built, besides its URI and layout.
 #[derive(Clone)]
@@ -55,8 +84,9 @@ impl std::fmt::Debug for LeaseOptions {
 /// Where wall time comes from.
 enum Time {
     /// The boot clock plus an offset to Unix time: one clock read gives both the id's time
-    /// and the deadline check. The offset only grows (re-anchored by the renewal thread when
-    /// the wall clock is found ahead), so this time never steps back.
+    /// and the deadline check. The renewal thread re-anchors it to the wall clock when the
+    /// wall clock is ahead, or behind by more than [`FOLLOW_BACK_MS`]: small steps back are
+    /// smoothed, an excursion to the future is not kept for the rest of the process.
     Boot { anchor: AtomicU64 },
     /// An injected clock; the boot clock is read besides it for the deadline.
     Injected(Arc<dyn Clock + Send + Sync>),
@@ -79,24 +109,53 @@ impl Time {
             Time::Injected(clock) => clock.now_ms(),
         }
     }
+
+    /// Follows the wall clock (see [`Time::Boot`]); only the renewal thread calls it.
+    fn follow_wall_clock(&self) {
+        if let Time::Boot { anchor } = self {
+            let target = wall_ms().saturating_sub(boot_ms());
+            let current = anchor.load(Ordering::Relaxed);
+            if target > current || current - target > FOLLOW_BACK_MS {
+                anchor.store(target, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Status {
-    Active,
-    Lost(String),
-    Closed,
-}
-
+/// The coordinator and what only the renewal thread (and close) touch. Its mutex is held
+/// during coordinator I/O: no id call ever takes it.
 struct Control {
     coordinator: Box<dyn Coordinator>,
-    /// The reservation last persisted: no id carries a later time.
+    /// The reservation last persisted: no id of `reserved_cs` carries a later time.
     until_ms: u64,
-    status: Status,
-    last_error: Option<String>,
+    /// The clock sequence the last persisted reservation is for.
+    reserved_cs: u64,
     /// How long the last renewal took: reservations are made that much longer, so that a
     /// slow disk or network never leaves them expired by the time they are persisted.
     latency_ms: u64,
+    /// Boot ms the last successful renewal was sent at.
+    renewed_boot_ms: u64,
+}
+
+/// Words for people, behind a mutex never held across I/O.
+#[derive(Default)]
+struct Notes {
+    lost_reason: Option<String>,
+    last_error: Option<String>,
+}
+
+/// Between id calls, `close` and the renewal thread; never held across I/O.
+#[derive(Default)]
+struct Signal {
+    /// Close asked the renewal thread to stop.
+    stop: bool,
+    /// An id call asked for a renewal now.
+    kick: bool,
+    /// The renewal thread has exited.
+    exited: bool,
+    /// Close stopped waiting for a renewal in flight: the renewal thread releases the worker
+    /// id itself when that renewal returns.
+    release_on_exit: bool,
 }
 
 struct Shared {
@@ -110,6 +169,10 @@ struct Shared {
     reserved_wall_ms: AtomicU64,
     /// Clock-sequence bits (in place) of the persisted reservation.
     reserved_cs_bits: AtomicU64,
+    /// `ACTIVE`, `LOST` or `CLOSED`.
+    lifecycle: AtomicU8,
+    /// Wall ms an id call needs a reservation to cover: the renewal thread's next target.
+    wanted_wall_ms: AtomicU64,
     /// Set in a forked child: the worker id belongs to the parent.
     forked: AtomicBool,
     pid: u32,
@@ -123,8 +186,12 @@ struct Shared {
     max_handover_wait_ms: u64,
     describe: String,
     control: Mutex<Control>,
-    stop: Mutex<bool>,
+    notes: Mutex<Notes>,
+    signal: Mutex<Signal>,
+    /// Wakes the renewal thread (stop, kick).
     wake: Condvar,
+    /// Wakes id calls and close (a renewal done, the renewal thread gone).
+    renewed: Condvar,
 }
 
 /// Why an attempt did not produce an id.
@@ -201,90 +268,200 @@ impl Shared {
         }
     }
 
-    /// An id issued in another clock sequence than the reservation's (only possible when the
-    /// time can go back: injected clocks, explicit times) is returned only once a reservation
-    /// covering its clock sequence is persisted.
+    /// An id issued in another clock sequence than the reservation's (the time went back:
+    /// the wall clock returning from an excursion, injected clocks, explicit times) is
+    /// returned only once a reservation covering its clock sequence is persisted; the renewal
+    /// thread persists it, this call waits for it at most [`RENEWAL_WAIT`] when `wait`.
     #[inline(always)]
-    fn covered(&self, id: u64) -> Result<u64, LeaseError> {
-        if id & self.cs_mask == self.reserved_cs_bits.load(Ordering::Acquire) {
+    fn covered(&self, id: u64, wait: bool) -> Result<u64, LeaseError> {
+        let cs_bits = id & self.cs_mask;
+        if cs_bits == self.reserved_cs_bits.load(Ordering::Acquire) {
             return Ok(id);
         }
-        let mut control = self.checked_control()?;
-        if id & self.cs_mask != self.reserved_cs_bits.load(Ordering::Acquire) {
-            let wall = self.wall_now();
-            self.renew_locked(&mut control, wall)?;
-        }
+        self.cover_clock_seq(id, cs_bits, wait)
+    }
+
+    #[cold]
+    fn cover_clock_seq(&self, id: u64, cs_bits: u64, wait: bool) -> Result<u64, LeaseError> {
+        self.check_alive()?;
+        let issued_ms = self
+            .layout()
+            .decode(id)
+            .map_or(0, |parts| parts.timestamp_ms);
+        let wanted = self.wall_now().max(issued_ms);
+        self.await_renewal(wanted, wait, || {
+            cs_bits == self.reserved_cs_bits.load(Ordering::Acquire)
+        })?;
         Ok(id)
     }
 
-    fn checked_control(&self) -> Result<MutexGuard<'_, Control>, LeaseError> {
-        if self.forked.load(Ordering::Acquire) || std::process::id() != self.pid {
-            self.forked.store(true, Ordering::Release);
-            self.deadline_boot_ms.store(0, Ordering::Release);
-            self.reserved_wall_ms.store(0, Ordering::Release);
-            return Err(LeaseError::Core(Error::WorkerIdInvalidated));
-        }
-        let control = lock(&self.control);
-        match &control.status {
-            Status::Active => Ok(control),
-            Status::Lost(reason) => Err(LeaseError::lost(reason.clone())),
-            Status::Closed => Err(LeaseError::Closed),
-        }
+    fn is_forked(&self) -> bool {
+        self.forked.load(Ordering::Acquire) || std::process::id() != self.pid
     }
 
-    /// The slow path after [`Miss::Limit`]: lost, or renew the reservation now.
-    fn refresh(&self, target_ms: Option<u64>) -> Result<(), LeaseError> {
-        let mut control = self.checked_control()?;
-        if boot_ms() >= self.deadline_boot_ms.load(Ordering::Acquire) {
-            let reason = match &control.last_error {
-                Some(error) => {
-                    format!("no renewal before the lease deadline (last error: {error})")
-                }
-                None => "no renewal before the lease deadline".to_owned(),
-            };
-            return Err(self.lose(&mut control, reason));
-        }
-        let wall = self.wall_now().max(target_ms.unwrap_or(0));
-        if wall <= self.reserved_wall_ms.load(Ordering::Acquire) {
-            return Ok(()); // renewed meanwhile
-        }
-        self.renew_locked(&mut control, wall)
-    }
-
-    fn lose(&self, control: &mut Control, reason: String) -> LeaseError {
+    fn invalidate_after_fork(&self) {
+        self.forked.store(true, Ordering::Release);
         self.deadline_boot_ms.store(0, Ordering::Release);
         self.reserved_wall_ms.store(0, Ordering::Release);
-        control.status = Status::Lost(reason.clone());
-        LeaseError::lost(reason)
+    }
+
+    /// Refuses once forked, lost or closed; reads atomics (and, once lost, the reason).
+    fn check_alive(&self) -> Result<(), LeaseError> {
+        if self.is_forked() {
+            self.invalidate_after_fork();
+            return Err(LeaseError::Core(Error::WorkerIdInvalidated));
+        }
+        match self.lifecycle.load(Ordering::Acquire) {
+            ACTIVE => Ok(()),
+            LOST => Err(LeaseError::lost(
+                lock(&self.notes).lost_reason.clone().unwrap_or_default(),
+            )),
+            _ => Err(LeaseError::Closed),
+        }
+    }
+
+    /// The slow path after [`Miss::Limit`]: lost at the deadline, or a reservation reaching
+    /// `target_ms` (or the clock) is needed from the renewal thread.
+    fn refresh(&self, target_ms: Option<u64>, wait: bool) -> Result<(), LeaseError> {
+        self.check_alive()?;
+        if boot_ms() >= self.deadline_boot_ms.load(Ordering::Acquire) {
+            return Err(self.lose_at_deadline());
+        }
+        let wanted = self.wall_now().max(target_ms.unwrap_or(0));
+        self.await_renewal(wanted, wait, || {
+            wanted <= self.reserved_wall_ms.load(Ordering::Acquire)
+        })
+    }
+
+    /// Asks the renewal thread for a reservation reaching `wanted_ms` (in the current clock
+    /// sequence) and, when `wait`, waits at most [`RENEWAL_WAIT`] until `done` holds. Never
+    /// takes the coordinator's mutex.
+    fn await_renewal(
+        &self,
+        wanted_ms: u64,
+        wait: bool,
+        done: impl Fn() -> bool,
+    ) -> Result<(), LeaseError> {
+        if done() {
+            return Ok(());
+        }
+        self.wanted_wall_ms.fetch_max(wanted_ms, Ordering::AcqRel);
+        let give_up = Instant::now() + if wait { RENEWAL_WAIT } else { Duration::ZERO };
+        let mut signal = lock(&self.signal);
+        signal.kick = true;
+        self.wake.notify_all();
+        loop {
+            if done() {
+                return Ok(());
+            }
+            if signal.exited {
+                drop(signal);
+                self.check_alive()?;
+                return Err(LeaseError::lost("the renewal thread has stopped"));
+            }
+            drop(signal);
+            self.check_alive()?;
+            if boot_ms() >= self.deadline_boot_ms.load(Ordering::Acquire) {
+                return Err(self.lose_at_deadline());
+            }
+            signal = lock(&self.signal);
+            let now = Instant::now();
+            if now >= give_up {
+                break;
+            }
+            signal = self
+                .renewed
+                .wait_timeout(signal, give_up - now)
+                .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
+        }
+        drop(signal);
+        Err(LeaseError::RenewalLate {
+            coordinator: self.describe.clone(),
+            reserved_until_ms: self.reserved_wall_ms.load(Ordering::Acquire),
+            last_error: lock(&self.notes).last_error.clone(),
+            retry_at_ms: self.wall_now() + RENEWAL_WAIT.as_millis() as u64,
+        })
+    }
+
+    fn lose_at_deadline(&self) -> LeaseError {
+        let reason = match &lock(&self.notes).last_error {
+            Some(error) => format!("no renewal before the lease deadline (last error: {error})"),
+            None => "no renewal before the lease deadline".to_owned(),
+        };
+        self.lose(reason)
+    }
+
+    /// Stops ids at once (atomics first) and records why; the first reason stays.
+    fn lose(&self, reason: String) -> LeaseError {
+        self.deadline_boot_ms.store(0, Ordering::Release);
+        self.reserved_wall_ms.store(0, Ordering::Release);
+        let mut notes = lock(&self.notes);
+        if self
+            .lifecycle
+            .compare_exchange(ACTIVE, LOST, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            notes.lost_reason = Some(reason);
+        }
+        match self.lifecycle.load(Ordering::Acquire) {
+            LOST => LeaseError::lost(notes.lost_reason.clone().unwrap_or_default()),
+            _ => LeaseError::Closed,
+        }
     }
 
     /// Persists a reservation from `wall_ms` on (and renews the lease with it), then lets ids
-    /// use it. The reservation never shrinks.
+    /// use it. Called with the coordinator's mutex held, by the renewal thread (and once at
+    /// start). A reservation never shrinks within one clock sequence; in a new clock sequence
+    /// (the time went back) it starts from `wall_ms`, so an excursion to the future does not
+    /// mark the new clock sequence far ahead.
     fn renew_locked(&self, control: &mut Control, wall_ms: u64) -> Result<(), LeaseError> {
         let sent_boot_ms = boot_ms();
-        let until_ms = control
-            .until_ms
-            .max(wall_ms.saturating_add(self.reserve_ms + self.ahead_ms + 2 * control.latency_ms));
         let mut state = self.gen.state();
+        let horizon =
+            wall_ms.saturating_add(self.reserve_ms + self.ahead_ms + 2 * control.latency_ms);
+        let same_clock_seq = state.clock_seq == control.reserved_cs;
+        let until_ms = if same_clock_seq {
+            control.until_ms.max(horizon)
+        } else {
+            horizon
+        };
         state.reserve(until_ms);
         match control.coordinator.renew(&state) {
             Ok(()) => {
                 control.latency_ms = boot_ms().saturating_sub(sent_boot_ms);
                 control.until_ms = until_ms;
-                control.last_error = None;
+                control.reserved_cs = state.clock_seq;
+                control.renewed_boot_ms = sent_boot_ms;
+                lock(&self.notes).last_error = None;
+                if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
+                    // A late answer never revives a lease found lost (or closed) meanwhile.
+                    return Ok(());
+                }
                 if let Some(ttl_ms) = self.ttl_ms {
                     let deadline = sent_boot_ms + ttl_ms.saturating_sub(self.margin_ms);
                     self.deadline_boot_ms.store(deadline, Ordering::Release);
                 }
+                let reserved = until_ms - self.ahead_ms;
+                if same_clock_seq {
+                    self.reserved_wall_ms.fetch_max(reserved, Ordering::AcqRel);
+                } else {
+                    // Lower the time limit before ids of the new clock sequence pass the
+                    // coverage check, so none of them goes past this reservation.
+                    self.reserved_wall_ms.store(reserved, Ordering::Release);
+                }
                 let cs_bits = self.layout().compose_clock_seq(state.clock_seq);
                 self.reserved_cs_bits.store(cs_bits, Ordering::Release);
-                self.reserved_wall_ms
-                    .fetch_max(until_ms - self.ahead_ms, Ordering::AcqRel);
+                if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
+                    self.deadline_boot_ms.store(0, Ordering::Release);
+                    self.reserved_wall_ms.store(0, Ordering::Release);
+                }
+                let _signal = lock(&self.signal);
+                self.renewed.notify_all();
                 Ok(())
             }
-            Err(LeaseError::LeaseLost { reason }) => Err(self.lose(control, reason)),
+            Err(LeaseError::LeaseLost { reason }) => Err(self.lose(reason)),
             Err(error) => {
-                control.last_error = Some(error.to_string());
+                lock(&self.notes).last_error = Some(error.to_string());
                 Err(error)
             }
         }
@@ -300,6 +477,7 @@ impl Shared {
         let mut now = self.wall_now();
         let patience = at_ms.saturating_sub(now) + 1000;
         while now < at_ms {
+            self.check_alive()?;
             if boot_ms() - started > patience {
                 return Err(LeaseError::Core(Error::ClockNotAdvancing {
                     waiting_for_ms: at_ms,
@@ -330,6 +508,25 @@ impl Shared {
         let now = self.wall_now();
         (handover && now < self.ready_at_ms && self.ready_at_ms - now <= self.max_handover_wait_ms)
             .then_some(self.ready_at_ms)
+    }
+
+    /// Gives the worker id back: with the state (and, unless `exact`, the reservation, which
+    /// covers a thread between its check and its id) when the lease was active, untouched
+    /// when it was lost.
+    fn release(
+        &self,
+        control: &mut Control,
+        was_active: bool,
+        exact: bool,
+    ) -> Result<(), LeaseError> {
+        if !was_active {
+            return control.coordinator.release(None);
+        }
+        let mut state = self.gen.state();
+        if !exact && state.clock_seq == control.reserved_cs {
+            state.reserve(control.until_ms);
+        }
+        control.coordinator.release(Some(&state))
     }
 }
 
@@ -384,7 +581,7 @@ impl LeasedGenerator {
         let runner = Arc::clone(&shared);
         let renewer = std::thread::Builder::new()
             .name(format!("clockflake-lease-{}", grant.worker_id))
-            .spawn(move || renew_loop(&runner))
+            .spawn(move || renew_thread(&runner))
             .map_err(|error| LeaseError::unavailable(&shared.describe, error))?;
         Ok(LeasedGenerator {
             shared,
@@ -440,11 +637,23 @@ impl LeasedGenerator {
             let ttl_ms = grant.ttl.map(|ttl| ttl.as_millis() as u64);
             // Stop a tenth of the TTL (at least 20 ms) before the lease could expire.
             let margin_ms = ttl_ms.map_or(0, |ttl| (ttl / 10).max(20));
-            // The first reservation, persisted before any id.
-            let until_ms = now_ms.max(ready_at_ms) + reserve_ms + ahead_ms;
-            let mut first = gen.state();
-            first.reserve(until_ms);
-            coordinator.renew(&first)?;
+            // The first reservation, persisted before any id. When that write was slow (a
+            // quarter of the reservation or more), once more with room for its latency, so
+            // that the first ids do not find it spent before the renewal thread's first turn.
+            let mut until_ms = 0;
+            let mut latency_ms = 0;
+            for _ in 0..2 {
+                let start_ms = time.now_ms().max(now_ms).max(ready_at_ms);
+                until_ms = until_ms.max(start_ms + reserve_ms + ahead_ms + 2 * latency_ms);
+                let mut first = gen.state();
+                first.reserve(until_ms);
+                let renew_sent_ms = boot_ms();
+                coordinator.renew(&first)?;
+                latency_ms = boot_ms().saturating_sub(renew_sent_ms);
+                if latency_ms < reserve_ms / 4 {
+                    break;
+                }
+            }
             let deadline = match ttl_ms {
                 Some(ttl) => sent_boot_ms + ttl.saturating_sub(margin_ms),
                 None => u64::MAX,
@@ -456,6 +665,8 @@ impl LeasedGenerator {
                 deadline_boot_ms: AtomicU64::new(deadline),
                 reserved_wall_ms: AtomicU64::new(until_ms - ahead_ms),
                 reserved_cs_bits: AtomicU64::new(layout.compose_clock_seq(clock_seq)),
+                lifecycle: AtomicU8::new(ACTIVE),
+                wanted_wall_ms: AtomicU64::new(0),
                 forked: AtomicBool::new(false),
                 pid: std::process::id(),
                 cs_mask: layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq),
@@ -469,12 +680,14 @@ impl LeasedGenerator {
                 control: Mutex::new(Control {
                     coordinator,
                     until_ms,
-                    status: Status::Active,
-                    last_error: None,
-                    latency_ms: 0,
+                    reserved_cs: clock_seq,
+                    latency_ms,
+                    renewed_boot_ms: sent_boot_ms,
                 }),
-                stop: Mutex::new(false),
+                notes: Mutex::new(Notes::default()),
+                signal: Mutex::new(Signal::default()),
                 wake: Condvar::new(),
+                renewed: Condvar::new(),
             });
         }
         // Let core name the problem (layout mismatch, clock sequence out of range).
@@ -501,22 +714,23 @@ impl LeasedGenerator {
 
     /// Whether ids can still be issued (not lost, closed or invalidated by a fork).
     pub fn is_active(&self) -> bool {
-        // The process id first: in a forked child the control mutex may have been copied
-        // locked (a parent thread held it at the fork) and must not be touched.
-        !self.shared.forked.load(Ordering::Acquire)
-            && std::process::id() == self.shared.pid
-            && lock(&self.shared.control).status == Status::Active
+        // Atomics only: the coordinator's mutex may be held by a renewal in flight (or, in a
+        // forked child, have been copied locked).
+        !self.shared.is_forked()
+            && self.shared.lifecycle.load(Ordering::Acquire) == ACTIVE
+            && boot_ms() < self.shared.deadline_boot_ms.load(Ordering::Acquire)
     }
 
     /// The next id. Waits out sequence exhaustion and, right after a handover, for the clock
-    /// to pass the previous holder's marks; renews the reservation itself if the background
-    /// thread is late. Refuses with `LEASE_LOST` once the lease deadline has passed.
+    /// to pass the previous holder's marks; waits at most [`RENEWAL_WAIT`] for the renewal
+    /// thread when the reservation must grow, never for coordinator I/O itself. Refuses with
+    /// `LEASE_LOST` once the lease deadline has passed.
     #[inline]
     pub fn next_id(&self) -> Result<u64, LeaseError> {
         loop {
             match self.shared.attempt(None) {
-                Ok(id) => return self.finish(id),
-                Err(Miss::Limit) => self.shared.refresh(None)?,
+                Ok(id) => return self.finish(id, true),
+                Err(Miss::Limit) => self.shared.refresh(None, true)?,
                 Err(Miss::Core(error)) => match self.shared.retry_at(&error) {
                     Some(at) => self.shared.wait_until(at)?,
                     None => return Err(LeaseError::Core(error)),
@@ -525,26 +739,28 @@ impl LeasedGenerator {
         }
     }
 
-    /// The next id, never waiting for the clock: where [`LeasedGenerator::next_id`] would
-    /// wait, it refuses with the time to retry at ([`LeaseError::retry_at_ms`]).
+    /// The next id, never waiting: where [`LeasedGenerator::next_id`] would wait (for the
+    /// clock or the renewal thread), it refuses with the time to retry at
+    /// ([`LeaseError::retry_at_ms`]).
     #[inline]
     pub fn try_next_id(&self) -> Result<u64, LeaseError> {
         loop {
             match self.shared.attempt(None) {
-                Ok(id) => return self.finish(id),
-                Err(Miss::Limit) => self.shared.refresh(None)?,
+                Ok(id) => return self.finish(id, false),
+                Err(Miss::Limit) => self.shared.refresh(None, false)?,
                 Err(Miss::Core(error)) => return Err(LeaseError::Core(error)),
             }
         }
     }
 
-    /// The next id at an explicit time (Unix ms), for tests. Never waits; the lease deadline
-    /// and the reservation apply as to every id.
+    /// The next id at an explicit time (Unix ms), for tests. Never waits for the clock (at
+    /// most [`RENEWAL_WAIT`] for the renewal thread); the lease deadline and the reservation
+    /// apply as to every id.
     pub fn next_id_at(&self, now_ms: u64) -> Result<u64, LeaseError> {
         loop {
             match self.shared.attempt(Some(now_ms)) {
-                Ok(id) => return self.finish(id),
-                Err(Miss::Limit) => self.shared.refresh(Some(now_ms))?,
+                Ok(id) => return self.finish(id, true),
+                Err(Miss::Limit) => self.shared.refresh(Some(now_ms), true)?,
                 Err(Miss::Core(error)) => return Err(LeaseError::Core(error)),
             }
         }
@@ -627,7 +843,7 @@ impl LeasedGenerator {
     ) -> Result<IdBlock, LeaseError> {
         if max_count == 0 {
             // Still refuse once lost, closed or forked: an empty block is no licence.
-            drop(self.shared.checked_control()?);
+            self.shared.check_alive()?;
             return Ok(self.shared.gen.next_block_at(0, 0)?);
         }
         let margin_ms = self.block_margin_ms();
@@ -641,10 +857,11 @@ impl LeasedGenerator {
                 self.shared.attempt_block(explicit_ms, max_count, margin_ms)
             };
             match attempt {
-                Ok(block) => return self.finish_block(block),
+                Ok(block) => return self.finish_block(block, wait || explicit_ms.is_some()),
                 Err(Miss::Limit) if !single => single = true,
                 Err(Miss::Limit) => {
-                    self.shared.refresh(explicit_ms)?;
+                    self.shared
+                        .refresh(explicit_ms, wait || explicit_ms.is_some())?;
                     single = max_count == 1;
                 }
                 Err(Miss::Core(error)) => match self.shared.retry_at(&error).filter(|_| wait) {
@@ -656,20 +873,20 @@ impl LeasedGenerator {
     }
 
     #[inline(always)]
-    fn finish_block(&self, block: IdBlock) -> Result<IdBlock, LeaseError> {
+    fn finish_block(&self, block: IdBlock, wait: bool) -> Result<IdBlock, LeaseError> {
         // Every id of a block has the same tick and clock sequence: check the first.
         if let Some(first) = block.peek() {
-            self.shared.covered(first)?;
+            self.shared.covered(first, wait)?;
         }
         Ok(block)
     }
 
     #[inline(always)]
-    fn finish(&self, id: u64) -> Result<u64, LeaseError> {
-        // On the boot-based time the clock sequence never changes after start, so this is
-        // one load and a compare; it matters for injected clocks and explicit times, which
-        // can go back and move the generator to another clock sequence.
-        self.shared.covered(id)
+    fn finish(&self, id: u64, wait: bool) -> Result<u64, LeaseError> {
+        // One load and a compare while the clock sequence stays the reservation's; it
+        // changes when the time goes back (the wall clock returning from an excursion,
+        // injected clocks, explicit times).
+        self.shared.covered(id, wait)
     }
 
     /// A snapshot of the generator's state (what [`LeasedGenerator::close`] stores, less the
@@ -683,9 +900,7 @@ impl LeasedGenerator {
     /// touches the parent's lease. Call it from an at-fork hook in the child (the Python
     /// binding does); the slow path also notices a changed process id on its own.
     pub fn invalidate_after_fork(&self) {
-        self.shared.forked.store(true, Ordering::Release);
-        self.shared.deadline_boot_ms.store(0, Ordering::Release);
-        self.shared.reserved_wall_ms.store(0, Ordering::Release);
+        self.shared.invalidate_after_fork();
     }
 
     /// Stops issuing ids, stops the renewal thread, stores the state and releases the worker
@@ -696,38 +911,57 @@ impl LeasedGenerator {
 
     fn shutdown(&self, exclusive: bool) -> Result<(), LeaseError> {
         let shared = &self.shared;
-        if shared.forked.load(Ordering::Acquire) || std::process::id() != shared.pid {
-            self.invalidate_after_fork();
+        if shared.is_forked() {
+            shared.invalidate_after_fork();
             return Ok(());
         }
         shared.deadline_boot_ms.store(0, Ordering::Release);
         shared.reserved_wall_ms.store(0, Ordering::Release);
-        *lock(&shared.stop) = true;
-        shared.wake.notify_all();
-        if let Some(handle) = lock(&self.renewer).take() {
+        let previous = shared.lifecycle.swap(CLOSED, Ordering::AcqRel);
+        shared.reserved_wall_ms.store(0, Ordering::Release);
+        if previous == CLOSED {
+            return Ok(());
+        }
+        // Stop the renewal thread; wait for a renewal in flight at most CLOSE_WAIT.
+        let handle = lock(&self.renewer).take();
+        {
+            let give_up = Instant::now() + CLOSE_WAIT;
+            let mut signal = lock(&shared.signal);
+            signal.stop = true;
+            shared.wake.notify_all();
+            while handle.is_some() && !signal.exited {
+                let now = Instant::now();
+                if now >= give_up {
+                    // The renewal thread releases the worker id once its call returns.
+                    signal.release_on_exit = true;
+                    return Err(LeaseError::unavailable(
+                        &shared.describe,
+                        format!(
+                            "closed: no more ids are issued, but the coordinator has not \
+                             answered for {} ms; worker id {} is released when it answers or \
+                             its lease expires",
+                            CLOSE_WAIT.as_millis(),
+                            self.worker_id
+                        ),
+                    ));
+                }
+                signal = shared
+                    .renewed
+                    .wait_timeout(signal, give_up - now)
+                    .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
+            }
+        }
+        if let Some(handle) = handle {
             let _ = handle.join();
         }
         let mut control = lock(&shared.control);
-        let previous = std::mem::replace(&mut control.status, Status::Closed);
-        match previous {
-            Status::Active => {
-                let mut state = shared.gen.state();
-                if !exclusive {
-                    // Another thread may be between its check and its id: keep the
-                    // reservation, which covers it.
-                    state.reserve(control.until_ms);
-                }
-                control.coordinator.release(Some(&state))
-            }
-            Status::Lost(_) => control.coordinator.release(None),
-            Status::Closed => Ok(()),
-        }
+        shared.release(&mut control, previous == ACTIVE, exclusive)
     }
 }
 
 impl Drop for LeasedGenerator {
     fn drop(&mut self) {
-        if self.shared.forked.load(Ordering::Acquire) || std::process::id() != self.shared.pid {
+        if self.shared.is_forked() {
             // The lock file descriptor and the database connection are the parent's: never
             // unlock or close them from here.
             std::mem::forget(Arc::clone(&self.shared));
@@ -787,54 +1021,76 @@ impl LimitedClock<'_> {
 
 use crate::coordinator::Grant;
 
+/// The renewal thread: renews the lease and the reservation on time, persists what id calls
+/// ask for, follows the wall clock, and finds the lease lost at its deadline. It alone holds
+/// the coordinator's mutex during I/O (besides `start` and `close`).
+fn renew_thread(shared: &Shared) {
+    renew_loop(shared);
+    let mut signal = lock(&shared.signal);
+    signal.exited = true;
+    let release = signal.release_on_exit;
+    shared.renewed.notify_all();
+    drop(signal);
+    if release {
+        // `close` stopped waiting for this thread's last call: give the worker id back now,
+        // keeping the reservation (ids may have been issued up to it).
+        let mut control = lock(&shared.control);
+        let was_active = lock(&shared.notes).lost_reason.is_none();
+        let _ = shared.release(&mut control, was_active, false);
+    }
+}
+
 fn renew_loop(shared: &Shared) {
     let interval_ms = match shared.ttl_ms {
         Some(ttl) => (ttl / 4).min(shared.reserve_ms / 4),
         None => shared.reserve_ms / 4,
     }
     .max(5);
-    let mut wait_ms = interval_ms;
+    let mut retry_boot_ms = 0;
     loop {
         {
-            let stop = lock(&shared.stop);
-            if *stop {
+            let mut signal = lock(&shared.signal);
+            if !signal.kick && !signal.stop {
+                signal = shared
+                    .wake
+                    .wait_timeout(
+                        signal,
+                        Duration::from_millis(LOOK_INTERVAL_MS.min(interval_ms)),
+                    )
+                    .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
+            }
+            if signal.stop {
                 return;
             }
-            let (stop, _) = shared
-                .wake
-                .wait_timeout(stop, Duration::from_millis(wait_ms))
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if *stop {
-                return;
-            }
+            signal.kick = false;
+        }
+        if shared.lifecycle.load(Ordering::Acquire) != ACTIVE || shared.is_forked() {
+            return;
+        }
+        shared.time.follow_wall_clock();
+        if boot_ms() >= shared.deadline_boot_ms.load(Ordering::Acquire) {
+            shared.lose_at_deadline();
+            return;
         }
         let mut control = lock(&shared.control);
-        if control.status != Status::Active || shared.forked.load(Ordering::Acquire) {
-            return;
-        }
-        if let Time::Boot { anchor } = &shared.time {
-            anchor.fetch_max(wall_ms().saturating_sub(boot_ms()), Ordering::Relaxed);
-        }
-        if boot_ms() >= shared.deadline_boot_ms.load(Ordering::Acquire) {
-            let reason = format!(
-                "no renewal before the lease deadline (last error: {})",
-                control.last_error.as_deref().unwrap_or("none")
-            );
-            shared.lose(&mut control, reason);
-            return;
-        }
         let wall = shared.wall_now();
-        let due = shared.ttl_ms.is_some()
-            || wall + shared.reserve_ms / 2 >= shared.reserved_wall_ms.load(Ordering::Acquire);
+        let boot = boot_ms();
+        let wanted = shared.wanted_wall_ms.load(Ordering::Acquire);
+        let reserved = shared.reserved_wall_ms.load(Ordering::Acquire);
+        let due = boot >= retry_boot_ms
+            && (shared.ttl_ms.is_some() && boot >= control.renewed_boot_ms + interval_ms
+                // Early enough that a renewal as slow as the last one lands in time.
+                || wall + shared.reserve_ms / 2 + 2 * control.latency_ms >= reserved
+                || wanted > reserved
+                || shared.gen.state().clock_seq != control.reserved_cs);
         if !due {
-            wait_ms = interval_ms;
             continue;
         }
-        match shared.renew_locked(&mut control, wall) {
-            Ok(()) => wait_ms = interval_ms,
+        match shared.renew_locked(&mut control, wall.max(wanted)) {
+            Ok(()) => retry_boot_ms = 0,
             Err(LeaseError::LeaseLost { .. }) => return,
             // Unreachable coordinator: try again soon; ids go on until the deadline.
-            Err(_) => wait_ms = (interval_ms / 4).max(5),
+            Err(_) => retry_boot_ms = boot_ms() + (interval_ms / 4).max(5),
         }
     }
 }
