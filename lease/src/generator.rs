@@ -175,6 +175,8 @@ struct Shared {
     wanted_wall_ms: AtomicU64,
     /// Set in a forked child: the worker id belongs to the parent.
     forked: AtomicBool,
+    /// The process's fork generation ([`crate::fork`]) when the generator was made.
+    fork_generation: u64,
     pid: u32,
     cs_mask: u64,
     ahead_ms: u64,
@@ -295,8 +297,29 @@ impl Shared {
         Ok(id)
     }
 
+    /// Whether this process is a fork of the one that made the generator: the fork
+    /// generation (a `pthread_atfork` child handler, so a fork from C counts too), or the
+    /// process id as a second opinion.
     fn is_forked(&self) -> bool {
-        self.forked.load(Ordering::Acquire) || std::process::id() != self.pid
+        crate::fork::generation() != self.fork_generation
+            || self.forked.load(Ordering::Acquire)
+            || std::process::id() != self.pid
+    }
+
+    /// The fast path's fork check: one relaxed load and a compare.
+    #[inline(always)]
+    fn check_fork(&self) -> Result<(), LeaseError> {
+        if crate::fork::generation() == self.fork_generation {
+            Ok(())
+        } else {
+            Err(self.refuse_forked())
+        }
+    }
+
+    #[cold]
+    fn refuse_forked(&self) -> LeaseError {
+        self.invalidate_after_fork();
+        LeaseError::Core(Error::WorkerIdInvalidated)
     }
 
     fn invalidate_after_fork(&self) {
@@ -668,6 +691,7 @@ impl LeasedGenerator {
                 lifecycle: AtomicU8::new(ACTIVE),
                 wanted_wall_ms: AtomicU64::new(0),
                 forked: AtomicBool::new(false),
+                fork_generation: crate::fork::watch(),
                 pid: std::process::id(),
                 cs_mask: layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq),
                 ahead_ms,
@@ -727,6 +751,7 @@ impl LeasedGenerator {
     /// `LEASE_LOST` once the lease deadline has passed.
     #[inline]
     pub fn next_id(&self) -> Result<u64, LeaseError> {
+        self.shared.check_fork()?;
         loop {
             match self.shared.attempt(None) {
                 Ok(id) => return self.finish(id, true),
@@ -744,6 +769,7 @@ impl LeasedGenerator {
     /// ([`LeaseError::retry_at_ms`]).
     #[inline]
     pub fn try_next_id(&self) -> Result<u64, LeaseError> {
+        self.shared.check_fork()?;
         loop {
             match self.shared.attempt(None) {
                 Ok(id) => return self.finish(id, false),
@@ -757,6 +783,7 @@ impl LeasedGenerator {
     /// most [`RENEWAL_WAIT`] for the renewal thread); the lease deadline and the reservation
     /// apply as to every id.
     pub fn next_id_at(&self, now_ms: u64) -> Result<u64, LeaseError> {
+        self.shared.check_fork()?;
         loop {
             match self.shared.attempt(Some(now_ms)) {
                 Ok(id) => return self.finish(id, true),
@@ -841,6 +868,7 @@ impl LeasedGenerator {
         max_count: u64,
         wait: bool,
     ) -> Result<IdBlock, LeaseError> {
+        self.shared.check_fork()?;
         if max_count == 0 {
             // Still refuse once lost, closed or forked: an empty block is no licence.
             self.shared.check_alive()?;
