@@ -309,7 +309,10 @@ fn eight_processes_times_100_000_ids_are_all_unique() {
     let uri = uri(&app("eight"), "2s");
     let children: Vec<_> = (0..8)
         .map(|_| {
-            probe(&["--uri", &uri, "--count", "100000", "--binary"])
+            // Holding the lease a while after the last id makes the eight overlap (usually
+            // eight worker ids), but a child that is done may hand its worker id on: the
+            // promise is uniqueness, not eight distinct worker ids.
+            probe(&["--uri", &uri, "--count", "100000", "--binary", "--hold-ms", "500"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -324,9 +327,15 @@ fn eight_processes_times_100_000_ids_are_all_unique() {
         assert!(output.status.success(), "{stderr}");
         let ids = binary_ids(&output.stdout);
         assert_eq!(ids.len(), 100_000);
-        workers.insert(Layout::CLOCKSEQ.decode(ids[0]).unwrap().worker_id);
+        let worker = Layout::CLOCKSEQ.decode(ids[0]).unwrap().worker_id;
+        assert!(
+            ids.iter()
+                .all(|id| Layout::CLOCKSEQ.decode(*id).unwrap().worker_id == worker),
+            "one process, one worker id"
+        );
+        workers.insert(worker);
         all.extend(ids);
     }
-    assert_eq!(workers.len(), 8);
+    assert!((1..=8).contains(&workers.len()), "{workers:?}");
     assert_eq!(assert_unique("8 x 100,000", all), 800_000);
 }
