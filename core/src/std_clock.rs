@@ -30,20 +30,32 @@ fn millis(duration: Duration) -> u64 {
 /// How often the monotonic clock compares itself with the wall clock.
 const REANCHOR_EVERY_MS: u64 = 1000;
 
-/// Wall-clock time that never steps back while the process runs: the monotonic clock, anchored
-/// to the wall clock at start. Once a second it looks at the wall clock again and follows it
-/// forward (after a suspend, or a wall clock set right); it never follows it back, so steps
-/// back reach the generator only across restarts, where its saved state handles them.
+/// Wall-clock time that does not step back for small steps while the process runs: the
+/// monotonic clock, anchored to the wall clock at start.
+///
+/// Once a second it looks at the wall clock again. It follows it forward (after a suspend, or a
+/// wall clock set right) at once. It smooths small steps back (an NTP step of a few hundred ms):
+/// it keeps reading ahead of the wall clock, never back. Once the wall clock reads more than
+/// [`MonotonicClock::FOLLOW_BACK_AFTER_MS`] (1 s) behind it, it follows it back, so that an
+/// excursion to the future (a clock mis-set, then corrected) does not leave ids carrying a
+/// future time for the rest of the process; the generator's rollback policy handles that step
+/// (under `clock-sequence`, a new clock sequence). So a generator on this clock sees the wall
+/// clock step back only by more than a second, and at most a second after it happened.
 #[derive(Debug)]
 pub struct MonotonicClock {
     origin: Instant,
-    /// Wall-clock Unix ms at `origin`, raised when the wall clock is found ahead.
+    /// Wall-clock Unix ms at `origin`: raised when the wall clock is found ahead, lowered when
+    /// it is found more than `FOLLOW_BACK_AFTER_MS` behind.
     wall_at_origin_ms: AtomicU64,
     /// Monotonic ms since `origin` at which to look at the wall clock again.
     next_check_ms: AtomicU64,
 }
 
 impl MonotonicClock {
+    /// How far the wall clock may read behind this clock and still be smoothed over (1000 ms);
+    /// beyond it, the clock follows the wall clock back at its next look (within a second).
+    pub const FOLLOW_BACK_AFTER_MS: u64 = 1000;
+
     /// A clock anchored to the wall clock now.
     pub fn new() -> MonotonicClock {
         let origin = Instant::now();
@@ -60,13 +72,38 @@ impl MonotonicClock {
         GLOBAL.get_or_init(MonotonicClock::new)
     }
 
+    /// Looks at the wall clock again; one thread per check (the one that moves `next_check_ms`
+    /// on), the others keep reading the anchor they have.
     #[cold]
-    fn reanchor(&self, elapsed_ms: u64) {
-        self.next_check_ms
-            .store(elapsed_ms + REANCHOR_EVERY_MS, Ordering::Relaxed);
+    fn reanchor(&self, elapsed_ms: u64, due_ms: u64) {
+        if self
+            .next_check_ms
+            .compare_exchange(
+                due_ms,
+                elapsed_ms + REANCHOR_EVERY_MS,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return;
+        }
         let wall_at_origin = wall_ms().saturating_sub(elapsed_ms);
+        let anchor = self.wall_at_origin_ms.load(Ordering::Relaxed);
         self.wall_at_origin_ms
-            .fetch_max(wall_at_origin, Ordering::Relaxed);
+            .store(next_anchor(anchor, wall_at_origin), Ordering::Relaxed);
+    }
+}
+
+/// The anchor after a look at the wall clock: the wall clock's when it is ahead, or more than
+/// `FOLLOW_BACK_AFTER_MS` behind; the current one when it is behind by less (smoothed).
+fn next_anchor(anchor_ms: u64, wall_anchor_ms: u64) -> u64 {
+    if wall_anchor_ms > anchor_ms
+        || anchor_ms - wall_anchor_ms > MonotonicClock::FOLLOW_BACK_AFTER_MS
+    {
+        wall_anchor_ms
+    } else {
+        anchor_ms
     }
 }
 
@@ -80,16 +117,49 @@ impl Clock for MonotonicClock {
     #[inline]
     fn now_ms(&self) -> u64 {
         let elapsed_ms = millis(self.origin.elapsed());
-        if elapsed_ms >= self.next_check_ms.load(Ordering::Relaxed) {
-            self.reanchor(elapsed_ms);
+        let due_ms = self.next_check_ms.load(Ordering::Relaxed);
+        if elapsed_ms >= due_ms {
+            self.reanchor(elapsed_ms, due_ms);
         }
         self.wall_at_origin_ms.load(Ordering::Relaxed) + elapsed_ms
     }
 }
 
 impl Generator {
+    /// The longest a blocking call waits for the next tick when the current one is full
+    /// (1000 ms): a layout with long ticks (a 1-day unit, say) refuses at once with
+    /// `SEQUENCE_EXHAUSTED` and its `retry_at_ms` instead of sleeping until then. Waits for the
+    /// clock after a step back are bounded by the generator's `max_wait_ms` (the core names a
+    /// retry time only within it).
+    pub const MAX_TICK_WAIT_MS: u64 = 1000;
+
+    /// When a blocking call that got `error` at `now_ms` waits and tries again: the error's
+    /// retry time, if it has one and the wait is within the bounds of
+    /// [`Generator::MAX_TICK_WAIT_MS`] (a full tick) or `max_wait_ms` (the clock went back).
+    /// `None`: return the error at once.
+    ///
+    /// ```
+    /// use clockflake::{Error, Generator};
+    /// let full = Error::SequenceExhausted { retry_at_ms: 5_000 };
+    /// assert_eq!(Generator::blocking_retry_at(&full, 4_999), Some(5_000));
+    /// assert_eq!(Generator::blocking_retry_at(&full, 1_000), None); // 4 s away: refuse
+    /// ```
+    pub fn blocking_retry_at(error: &Error, now_ms: u64) -> Option<u64> {
+        let at = error.retry_at_ms()?;
+        match error {
+            Error::SequenceExhausted { .. }
+                if at.saturating_sub(now_ms) > Generator::MAX_TICK_WAIT_MS =>
+            {
+                None
+            }
+            _ => Some(at),
+        }
+    }
+
     /// The next id, on the process's [`MonotonicClock`]. Waits out sequence exhaustion (until
-    /// the next tick, never borrowing future time) and the short waits the policy allows.
+    /// the next tick, never borrowing future time, if it starts within
+    /// [`Generator::MAX_TICK_WAIT_MS`]) and the short waits the policy allows (`max_wait_ms`);
+    /// refuses at once, with `retry_at_ms`, where the wait would be longer.
     ///
     /// ```
     /// use clockflake::{Generator, Layout, Options};
@@ -114,7 +184,8 @@ impl Generator {
     }
 
     /// Fills `out` with new ids, consecutive within each tick, taking whole runs of a tick at
-    /// once. Waits for the next tick when one is full, like [`Generator::next_id`].
+    /// once. Waits for the next tick when one is full, like [`Generator::next_id`] (and refuses
+    /// where it would; the ids already taken are then lost).
     pub fn next_ids_with<C: Clock + ?Sized>(
         &self,
         clock: &C,
@@ -139,7 +210,8 @@ impl Generator {
     }
 }
 
-/// Waits for the time a refusal names and tries again, until success or a final refusal.
+/// Waits for the time a refusal names and tries again, until success or a final refusal (one
+/// without a retry time, or whose wait [`Generator::blocking_retry_at`] finds too long).
 #[cold]
 fn retry_after<C: Clock + ?Sized, T>(
     clock: &C,
@@ -149,7 +221,7 @@ fn retry_after<C: Clock + ?Sized, T>(
     loop {
         match outcome {
             Ok(value) => return Ok(value),
-            Err(error) => match error.retry_at_ms() {
+            Err(error) => match Generator::blocking_retry_at(&error, clock.now_ms()) {
                 Some(at) => wait_until(clock, at)?,
                 None => return Err(error),
             },
@@ -193,6 +265,45 @@ mod tests {
         let clock = MonotonicClock::new();
         let (wall, mono) = (wall_ms(), clock.now_ms());
         assert!(mono.abs_diff(wall) < 50, "{mono} vs {wall}");
+    }
+
+    #[test]
+    fn the_anchor_follows_forward_smooths_small_steps_back_and_follows_big_ones() {
+        let anchor = 1_735_689_600_000;
+        assert_eq!(next_anchor(anchor, anchor + 1), anchor + 1);
+        assert_eq!(next_anchor(anchor, anchor + 3_600_000), anchor + 3_600_000);
+        assert_eq!(next_anchor(anchor, anchor), anchor);
+        assert_eq!(next_anchor(anchor, anchor - 300), anchor); // an NTP step: smoothed
+        let bound = MonotonicClock::FOLLOW_BACK_AFTER_MS;
+        assert_eq!(next_anchor(anchor, anchor - bound), anchor);
+        assert_eq!(next_anchor(anchor, anchor - bound - 1), anchor - bound - 1);
+        assert_eq!(next_anchor(anchor, anchor - 3_600_000), anchor - 3_600_000);
+    }
+
+    #[test]
+    fn a_long_wait_for_the_next_tick_is_refused_a_short_one_taken() {
+        let max = Generator::MAX_TICK_WAIT_MS;
+        let full = Error::SequenceExhausted {
+            retry_at_ms: 10_000,
+        };
+        assert_eq!(
+            Generator::blocking_retry_at(&full, 10_000 - max),
+            Some(10_000)
+        );
+        assert_eq!(Generator::blocking_retry_at(&full, 10_000 - max - 1), None);
+        assert_eq!(Generator::blocking_retry_at(&full, 20_000), Some(10_000));
+        // Clock refusals: the core already bounded them by max_wait_ms.
+        let back = Error::ClockMovedBackwards {
+            last_ms: 9_000,
+            now_ms: 4_000,
+            retry_at_ms: Some(9_001),
+        };
+        assert_eq!(Generator::blocking_retry_at(&back, 4_000), Some(9_001));
+        let final_refusal = Error::ClockSequenceExhausted {
+            now_ms: 4_000,
+            retry_at_ms: None,
+        };
+        assert_eq!(Generator::blocking_retry_at(&final_refusal, 4_000), None);
     }
 
     #[test]
