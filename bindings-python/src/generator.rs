@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clockflake::{Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
+use clockflake_lease::fork;
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
@@ -13,22 +14,6 @@ use crate::args::{as_u64, generator_args, plain_u64, time_arg, worker_id_arg, No
 use crate::errors::Refusal;
 use crate::leased::{invalid_uri, Leased};
 use crate::parts::describe;
-
-/// Bumped in a forked child by the `os.register_at_fork(after_in_child=...)` hook: every
-/// generator made before the fork belongs to the parent's worker id and refuses from then on.
-static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
-
-/// Called in the child after `os.fork()` (registered by `clockflake/__init__.py`).
-#[pyfunction]
-pub fn _after_fork_in_child() {
-    FORK_GENERATION.fetch_add(1, Ordering::SeqCst);
-}
-
-/// How many forks this process is away from the one that imported the module.
-#[inline(always)]
-pub fn fork_generation() -> u64 {
-    FORK_GENERATION.load(Ordering::Relaxed)
-}
 
 /// `PyGenerator::fork_generation` of a static generator after `close()`: never current.
 const CLOSED: u64 = u64::MAX;
@@ -57,14 +42,16 @@ const WAIT_SLICE: Duration = Duration::from_millis(50);
 /// ...         leased.worker_id, leased.next_id() > 0
 /// (0, True)
 ///
-/// After `os.fork()`, a generator made with `Generator(worker_id=...)` refuses in the child
-/// with `WorkerIdInvalidatedError`; a leased one leases a new worker id for the child at its
-/// first call there.
+/// After a fork (`os.fork()`, `multiprocessing`, or `fork()` called from C, as uWSGI does), a
+/// generator made with `Generator(worker_id=...)` refuses in the child with
+/// `WorkerIdInvalidatedError`; a leased one leases a new worker id for the child at its first
+/// call there.
 #[pyclass(frozen, module = "clockflake._clockflake", name = "Generator")]
 pub struct PyGenerator {
     inner: Inner,
     clock: Option<Py<PyAny>>,
-    /// `FORK_GENERATION` when made, `CLOSED` after `close()` (static generators only).
+    /// The fork generation (`clockflake_lease::fork`) when made, `CLOSED` after `close()`
+    /// (static generators only): a fork from Python or from C moves the process's generation.
     fork_generation: AtomicU64,
 }
 
@@ -223,7 +210,7 @@ impl PyGenerator {
         Ok(PyGenerator {
             inner: Inner::Static(inner.map_err(Refusal::from)?),
             clock,
-            fork_generation: AtomicU64::new(FORK_GENERATION.load(Ordering::SeqCst)),
+            fork_generation: AtomicU64::new(fork::watch()),
         })
     }
 
@@ -231,7 +218,7 @@ impl PyGenerator {
     #[inline(always)]
     fn check_fork<'a>(&self, gen: &'a Generator) -> PyResult<&'a Generator> {
         let mine = self.fork_generation.load(Ordering::Relaxed);
-        if FORK_GENERATION.load(Ordering::Relaxed) == mine {
+        if fork::generation() == mine {
             Ok(gen)
         } else {
             Err(not_current(mine))
@@ -354,8 +341,8 @@ impl PyGenerator {
     /// (every worker id of the layout is held) or `InvalidStateError` (a stored record that is
     /// corrupt: refused, never reset). Once the lease is lost, ids raise `LeaseLostError`.
     ///
-    /// In a child process after `os.fork()`, the first call leases a new worker id for the
-    /// child from the same URI; the parent keeps its own.
+    /// In a child process after a fork (from Python or from C), the first call leases a new
+    /// worker id for the child from the same URI; the parent keeps its own.
     #[classmethod]
     #[pyo3(signature = (uri, *, layout = None, on_rollback = None, max_wait_ms = None, max_drift_ms = None, max_handover_wait_ms = None, worker_id = None, clock = None))]
     #[allow(clippy::too_many_arguments)]
@@ -409,7 +396,7 @@ impl PyGenerator {
         Ok(PyGenerator {
             inner: Inner::Leased(leased),
             clock: None,
-            fork_generation: AtomicU64::new(FORK_GENERATION.load(Ordering::SeqCst)),
+            fork_generation: AtomicU64::new(fork::watch()),
         })
     }
 

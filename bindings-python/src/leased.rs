@@ -1,25 +1,26 @@
 //! The leased half of `Generator`: `Generator.open(uri)` holds a worker id leased from a
 //! coordinator (`clockflake_lease`), renewed on the lease crate's background thread.
 //!
-//! Forks: a child process must never issue ids under the parent's lease. The `os.fork()` hook
-//! bumps `FORK_GENERATION`; every call compares it with the generation its lease was taken
-//! in, and in a child the first call invalidates the inherited lease (without touching the
-//! parent's lock file, connection or state) and leases a new worker id for the same URI. The
-//! inherited lease is never dropped in the child, only forgotten: its lock file descriptor and
-//! database socket are shared with the parent, and its mutexes may have been held by parent
-//! threads at the fork. Invalidation is done at that first call rather than in the at-fork
-//! hook, so that the hook takes no lock; nothing reaches the inherited lease before it.
+//! Forks: a child process must never issue ids under the parent's lease. Every fork, from
+//! Python or from C, moves the process's fork generation (`clockflake_lease::fork`, a
+//! `pthread_atfork` child handler); every call compares it with the generation its lease was
+//! taken in, and in a child the first call invalidates the inherited lease (without touching
+//! the parent's lock file, connection or state) and leases a new worker id for the same URI.
+//! The inherited lease is never dropped in the child, only forgotten: its lock file descriptor
+//! and database socket are shared with the parent, and its mutexes may have been held by
+//! parent threads at the fork. Invalidation is done at that first call rather than in the
+//! child handler, which may only touch atomics; nothing reaches the inherited lease before it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use clockflake::{Layout, Options, Policy, State};
+use clockflake_lease::fork::{self, generation as fork_generation};
 use clockflake_lease::{LeaseError, LeaseOptions, LeasedGenerator};
 use pyo3::prelude::*;
 
 use crate::errors::Refusal;
-use crate::generator::fork_generation;
 
 /// The lease in use and the fork generation it was taken in.
 struct Slot {
@@ -85,7 +86,7 @@ impl Leased {
             clock: None,
             max_handover_wait,
         };
-        let generation = fork_generation();
+        let generation = fork::watch();
         let lease = {
             let options = options.clone();
             let uri = uri.as_str();

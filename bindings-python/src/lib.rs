@@ -45,7 +45,6 @@ fn _clockflake(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parts::encode, m)?)?;
     m.add_function(wrap_pyfunction!(parts::id_range, m)?)?;
     m.add_function(wrap_pyfunction!(parts::describe_layout, m)?)?;
-    m.add_function(wrap_pyfunction!(generator::_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(_lease_error_codes, m)?)?;
     m.add("PRESET_NAMES", preset_names())?;

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-import os as _os
-
 from clockflake import _clockflake
 from clockflake._clockflake import (
     Generator,
@@ -104,8 +102,8 @@ layouts: dict[str, LayoutInfo] = {
 }
 """Every preset layout by name, described as by ``describe_layout`` (the default, clockseq, first)."""
 
-# A forked child must not go on issuing ids under its parent's worker id: every generator made
-# before the fork with Generator(worker_id=...) refuses in the child with WorkerIdInvalidatedError;
-# one made with Generator.open(uri) leases a new worker id for the child at its first call there.
-if hasattr(_os, "register_at_fork"):
-    _os.register_at_fork(after_in_child=_clockflake._after_fork_in_child)
+# Forks need no hook here: a forked child must not go on issuing ids under its parent's worker
+# id, and os.register_at_fork would miss a fork() called from C (uWSGI, C extensions). The
+# native module notices every fork itself (a pthread_atfork child handler): in the child, a
+# generator made before the fork with Generator(worker_id=...) raises WorkerIdInvalidatedError,
+# and one made with Generator.open(uri) leases a new worker id for the child at its first call.
