@@ -88,8 +88,18 @@ impl PostgresCoordinator {
         &self.owner
     }
 
+    /// `COORDINATOR_UNAVAILABLE` with `error`'s text scrubbed of the password: the `postgres`
+    /// crate's errors (and the server's) may echo connection settings.
     fn unavailable(&self, error: impl std::fmt::Display) -> LeaseError {
-        LeaseError::unavailable(&self.describe, error)
+        let secrets = self
+            .config
+            .get_password()
+            .map(crate::uri::password_forms)
+            .unwrap_or_default();
+        LeaseError::unavailable(
+            &self.describe,
+            crate::uri::scrub(&error.to_string(), &secrets),
+        )
     }
 
     /// Runs `work` on a connection, reconnecting once if the connection was broken.

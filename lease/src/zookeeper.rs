@@ -234,37 +234,39 @@ impl ZooKeeperCoordinator {
     /// `port`, `cache` (an absolute path of a file remembering the last worker id), and `app`
     /// when the path names no application.
     pub fn from_uri(uri: &str) -> Result<ZooKeeperCoordinator, LeaseError> {
-        let rest = uri
-            .strip_prefix("zookeeper://")
-            .ok_or_else(|| invalid(uri, "expected zookeeper://"))?;
-        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (authority, path) = match base.find('/') {
-            Some(at) => base.split_at(at),
-            None => (base, ""),
-        };
-        if authority.contains('@') {
-            return Err(invalid(uri, "zookeeper:// takes no user info"));
+        if !uri
+            .get(..12)
+            .is_some_and(|s| s.eq_ignore_ascii_case("zookeeper://"))
+        {
+            return Err(invalid(uri, "expected zookeeper://"));
+        }
+        // User info is refused by the parser (ZooKeeper digest auth is not supported).
+        let parts = crate::uri::parse(uri)?;
+        if parts.hosts.is_empty() {
+            return Err(invalid(uri, "expected HOST:PORT[,HOST:PORT...]"));
         }
         let mut hosts = Vec::new();
-        for host in authority.split(',') {
-            let (name, port) = match host.rsplit_once(':') {
-                Some((name, port)) if !name.ends_with(':') => (name, port),
-                _ => (host, "2181"),
-            };
-            if name.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
-                return Err(invalid(uri, format!("expected HOST:PORT, found {host:?}")));
+        for (host, port) in &parts.hosts {
+            let port = port.unwrap_or(2181);
+            if port == 0 {
+                return Err(invalid(uri, format!("expected HOST:PORT, found {host}:0")));
             }
-            hosts.push(format!("{name}:{port}"));
+            hosts.push(format!("{host}:{port}"));
         }
+        // `url` resolves `.` and `..` in paths: refuse them as written instead.
+        let raw_path = uri[12..].split(['?', '#']).next().unwrap_or("");
+        let raw_path = raw_path.find('/').map_or("", |at| &raw_path[at..]);
+        for segment in raw_path.split('/').filter(|s| !s.is_empty()) {
+            check_segment(uri, segment)?;
+        }
+        let path = parts.url.path();
         let mut app = None;
         let mut ttl = DEFAULT_SESSION_TIMEOUT;
         let mut identity = None;
         let mut port = None;
         let mut cache = None;
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let value = crate::uri::percent_decode(uri, value)?;
-            match key {
+        for (key, value) in parts.query {
+            match key.as_str() {
                 "app" => app = Some(value),
                 "ttl" => {
                     ttl = crate::parse_duration(&value)
