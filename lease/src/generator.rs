@@ -111,14 +111,17 @@ impl Time {
     }
 
     /// Follows the wall clock (see [`Time::Boot`]); only the renewal thread calls it.
-    fn follow_wall_clock(&self) {
+    /// Returns whether it stepped back.
+    fn follow_wall_clock(&self) -> bool {
         if let Time::Boot { anchor } = self {
             let target = wall_ms().saturating_sub(boot_ms());
             let current = anchor.load(Ordering::Relaxed);
             if target > current || current - target > FOLLOW_BACK_MS {
                 anchor.store(target, Ordering::Relaxed);
+                return target < current;
             }
         }
+        false
     }
 }
 
@@ -194,6 +197,48 @@ struct Shared {
     wake: Condvar,
     /// Wakes id calls and close (a renewal done, the renewal thread gone).
     renewed: Condvar,
+    counters: Counters,
+}
+
+/// Counters of the slow paths (never touched by an id that takes the fast path).
+#[derive(Default)]
+struct Counters {
+    renewals: AtomicU64,
+    renewal_failures: AtomicU64,
+    clock_steps_back: AtomicU64,
+    clock_seq_switches: AtomicU64,
+    waits: AtomicU64,
+    wait_us: AtomicU64,
+}
+
+/// What a leased generator has been through, for metrics ([`LeasedGenerator::stats`]).
+/// Everything here is counted on slow paths only: reading it costs a few atomic loads, and
+/// keeping it costs the ids nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseStats {
+    /// The leased worker id.
+    pub worker_id: u64,
+    /// `"active"`, `"lost"`, `"closed"` or `"forked"` (this process is a fork of the holder).
+    pub state: &'static str,
+    /// Successful renewals (lease and reservation), the first one at start included.
+    pub renewals: u64,
+    /// Renewals that failed (coordinator unreachable or slow); ids go on until the deadline.
+    pub renewal_failures: u64,
+    /// Times the generator's time source was found behind its own last reading by more than
+    /// the smoothing bound ([`FOLLOW_BACK_MS`]), and followed it back.
+    pub clock_steps_back: u64,
+    /// Reservations persisted for a new clock sequence (after the time went back).
+    pub clock_seq_switches: u64,
+    /// Waits of id calls (for the clock, a full tick, a handover, or the renewal thread).
+    pub waits: u64,
+    /// Their total time, in microseconds.
+    pub wait_us: u64,
+    /// Milliseconds until the lease deadline (0 once passed, lost or closed); `None` when the
+    /// lease never expires (`file://`).
+    pub deadline_in_ms: Option<u64>,
+    /// Wall ms up to which the persisted reservation lets ids be issued (0 once stopped).
+    pub reserved_until_ms: u64,
 }
 
 /// Why an attempt did not produce an id.
@@ -369,7 +414,9 @@ impl Shared {
             return Ok(());
         }
         self.wanted_wall_ms.fetch_max(wanted_ms, Ordering::AcqRel);
-        let give_up = Instant::now() + if wait { RENEWAL_WAIT } else { Duration::ZERO };
+        let started = Instant::now();
+        let _timer = wait.then(|| WaitTimer::new(&self.counters, started));
+        let give_up = started + if wait { RENEWAL_WAIT } else { Duration::ZERO };
         let mut signal = lock(&self.signal);
         signal.kick = true;
         self.wake.notify_all();
@@ -452,6 +499,12 @@ impl Shared {
         match control.coordinator.renew(&state) {
             Ok(()) => {
                 control.latency_ms = boot_ms().saturating_sub(sent_boot_ms);
+                self.counters.renewals.fetch_add(1, Ordering::Relaxed);
+                if !same_clock_seq {
+                    self.counters
+                        .clock_seq_switches
+                        .fetch_add(1, Ordering::Relaxed);
+                }
                 control.until_ms = until_ms;
                 control.reserved_cs = state.clock_seq;
                 control.renewed_boot_ms = sent_boot_ms;
@@ -484,6 +537,9 @@ impl Shared {
             }
             Err(LeaseError::LeaseLost { reason }) => Err(self.lose(reason)),
             Err(error) => {
+                self.counters
+                    .renewal_failures
+                    .fetch_add(1, Ordering::Relaxed);
                 lock(&self.notes).last_error = Some(error.to_string());
                 Err(error)
             }
@@ -496,6 +552,7 @@ impl Shared {
 
     /// Waits until the wall clock reads `at_ms`, with patience for the wait plus a second.
     fn wait_until(&self, at_ms: u64) -> Result<(), LeaseError> {
+        let _timer = WaitTimer::new(&self.counters, Instant::now());
         let started = boot_ms();
         let mut now = self.wall_now();
         let patience = at_ms.saturating_sub(now) + 1000;
@@ -712,6 +769,10 @@ impl LeasedGenerator {
                 signal: Mutex::new(Signal::default()),
                 wake: Condvar::new(),
                 renewed: Condvar::new(),
+                counters: Counters {
+                    renewals: AtomicU64::new(1),
+                    ..Counters::default()
+                },
             });
         }
         // Let core name the problem (layout mismatch, clock sequence out of range).
@@ -917,6 +978,37 @@ impl LeasedGenerator {
         self.shared.covered(id, wait)
     }
 
+    /// Counters and lease figures for metrics (see [`LeaseStats`]).
+    pub fn stats(&self) -> LeaseStats {
+        let shared = &self.shared;
+        let counters = &shared.counters;
+        let state = if shared.is_forked() {
+            "forked"
+        } else {
+            match shared.lifecycle.load(Ordering::Acquire) {
+                ACTIVE => "active",
+                LOST => "lost",
+                _ => "closed",
+            }
+        };
+        let deadline_in_ms = match shared.deadline_boot_ms.load(Ordering::Acquire) {
+            u64::MAX => None,
+            deadline => Some(deadline.saturating_sub(boot_ms())),
+        };
+        LeaseStats {
+            worker_id: self.worker_id,
+            state,
+            renewals: counters.renewals.load(Ordering::Relaxed),
+            renewal_failures: counters.renewal_failures.load(Ordering::Relaxed),
+            clock_steps_back: counters.clock_steps_back.load(Ordering::Relaxed),
+            clock_seq_switches: counters.clock_seq_switches.load(Ordering::Relaxed),
+            waits: counters.waits.load(Ordering::Relaxed),
+            wait_us: counters.wait_us.load(Ordering::Relaxed),
+            deadline_in_ms,
+            reserved_until_ms: shared.reserved_wall_ms.load(Ordering::Acquire),
+        }
+    }
+
     /// A snapshot of the generator's state (what [`LeasedGenerator::close`] stores, less the
     /// reservation).
     pub fn state(&self) -> State {
@@ -1049,6 +1141,26 @@ impl LimitedClock<'_> {
 
 use crate::coordinator::Grant;
 
+/// Counts one wait and its time when dropped.
+struct WaitTimer<'a> {
+    counters: &'a Counters,
+    started: Instant,
+}
+
+impl<'a> WaitTimer<'a> {
+    fn new(counters: &'a Counters, started: Instant) -> WaitTimer<'a> {
+        WaitTimer { counters, started }
+    }
+}
+
+impl Drop for WaitTimer<'_> {
+    fn drop(&mut self) {
+        self.counters.waits.fetch_add(1, Ordering::Relaxed);
+        let us = self.started.elapsed().as_micros() as u64;
+        self.counters.wait_us.fetch_add(us, Ordering::Relaxed);
+    }
+}
+
 /// The renewal thread: renews the lease and the reservation on time, persists what id calls
 /// ask for, follows the wall clock, and finds the lease lost at its deadline. It alone holds
 /// the coordinator's mutex during I/O (besides `start` and `close`).
@@ -1095,7 +1207,12 @@ fn renew_loop(shared: &Shared) {
         if shared.lifecycle.load(Ordering::Acquire) != ACTIVE || shared.is_forked() {
             return;
         }
-        shared.time.follow_wall_clock();
+        if shared.time.follow_wall_clock() {
+            shared
+                .counters
+                .clock_steps_back
+                .fetch_add(1, Ordering::Relaxed);
+        }
         if boot_ms() >= shared.deadline_boot_ms.load(Ordering::Acquire) {
             shared.lose_at_deadline();
             return;

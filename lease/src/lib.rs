@@ -39,7 +39,9 @@ pub use clock::{boot_ms, wall_ms};
 pub use coordinator::{Coordinator, Grant};
 pub use error::LeaseError;
 pub use file::FileCoordinator;
-pub use generator::{LeaseOptions, LeasedGenerator};
+pub use generator::{
+    LeaseOptions, LeaseStats, LeasedGenerator, CLOSE_WAIT, FOLLOW_BACK_MS, RENEWAL_WAIT,
+};
 pub use pg::{PostgresCoordinator, SCHEMA};
 pub use uri::{parse_duration, redact, DEFAULT_APP, DEFAULT_RESERVE, DEFAULT_TABLE, DEFAULT_TTL};
 pub use zookeeper::{ZooKeeperCoordinator, DEFAULT_SESSION_TIMEOUT};

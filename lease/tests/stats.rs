@@ -1,0 +1,46 @@
+//! `stats()`: the slow-path counters a leased generator keeps for metrics.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use clockflake::Layout;
+use clockflake_lease::{open, wall_ms, LeaseOptions};
+use common::*;
+
+#[test]
+fn stats_count_renewals_clock_sequence_switches_and_the_lifecycle() {
+    let dir = temp_dir("stats");
+    let uri = format!("file://{}?app=stats", dir.display());
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let before = gen.stats();
+    assert_eq!(before.state, "active");
+    assert_eq!(before.worker_id, gen.worker_id());
+    assert!(
+        before.renewals >= 1,
+        "the first reservation counts: {before:?}"
+    );
+    assert_eq!(before.deadline_in_ms, None, "file:// leases do not expire");
+    assert!(before.reserved_until_ms > wall_ms());
+
+    let now = wall_ms();
+    gen.next_id_at(now).unwrap();
+    // Back 5 s: a new clock sequence, persisted (a renewal) before the id is returned.
+    gen.next_id_at(now - 5000).unwrap();
+    let after = gen.stats();
+    assert_eq!(
+        after.clock_seq_switches,
+        before.clock_seq_switches + 1,
+        "{after:?}"
+    );
+    assert!(after.renewals > before.renewals);
+    assert!(
+        after.waits >= 1,
+        "the id waited for the renewal thread: {after:?}"
+    );
+
+    gen.close().unwrap();
+    let closed = gen.stats();
+    assert_eq!(closed.state, "closed");
+    assert_eq!(closed.reserved_until_ms, 0);
+    let _ = std::fs::remove_dir_all(dir);
+}
