@@ -19,7 +19,7 @@ use clockflake::{
     Error as CoreError, Field, Generator, InvalidId, Layout, Options, Policy, PublicIdProblem,
     PublicIds, State,
 };
-use clockflake_lease::{LeaseError, LeaseOptions, LeasedGenerator};
+use clockflake_lease::{fork, LeaseError, LeaseOptions, LeasedGenerator};
 use napi::bindgen_prelude::{BigInt, BigUint64ArraySlice, External, Uint8Array};
 use napi_derive::napi;
 
@@ -280,6 +280,33 @@ fn options(
     })
 }
 
+/// A generator on a fixed worker id, with the fork generation of the process that made it.
+/// In a child process (a `fork()` from a native addon or an embedding program: Node itself
+/// does not fork) it refuses with `WORKER_ID_INVALIDATED`: the worker id is the parent's.
+pub struct StaticGenerator {
+    generator: Generator,
+    fork_generation: u64,
+}
+
+impl StaticGenerator {
+    fn new(generator: Generator) -> Self {
+        StaticGenerator {
+            generator,
+            fork_generation: fork::watch(),
+        }
+    }
+
+    /// The generator, if it may issue ids (or tell its state) in this process.
+    #[inline(always)]
+    fn checked(&self) -> Result<&Generator> {
+        if fork::generation() == self.fork_generation {
+            Ok(&self.generator)
+        } else {
+            Err(throw(CoreError::WorkerIdInvalidated))
+        }
+    }
+}
+
 /// A new generator. The JavaScript `Generator` owns it; the `External` is freed with it.
 #[napi(catch_unwind)]
 pub fn create_generator(
@@ -288,10 +315,11 @@ pub fn create_generator(
     policy: Option<String>,
     max_wait_ms: Option<f64>,
     max_drift_ms: Option<f64>,
-) -> Result<External<Generator>> {
+) -> Result<External<StaticGenerator>> {
     let options = options(policy, max_wait_ms, max_drift_ms)?;
     let worker_id = whole(worker_id, "workerId")?;
-    core(Generator::new(**layout, worker_id, options)).map(External::new)
+    core(Generator::new(**layout, worker_id, options))
+        .map(|generator| External::new(StaticGenerator::new(generator)))
 }
 
 /// A generator continuing from a saved state.
@@ -306,7 +334,7 @@ pub fn resume_generator(
     policy: Option<String>,
     max_wait_ms: Option<f64>,
     max_drift_ms: Option<f64>,
-) -> Result<External<Generator>> {
+) -> Result<External<StaticGenerator>> {
     let invalid_state = |what: &str| {
         bad_state(format!(
             "invalid state: {what}: expected a decimal fingerprint, a worker id, a clock sequence and {} high-water marks",
@@ -335,7 +363,8 @@ pub fn resume_generator(
         clock_seq: whole(clock_seq, "clockSeq").map_err(|_| invalid_state("clockSeq"))?,
         high_water_ms: marks,
     };
-    core(Generator::resume(**layout, &state, options)).map(External::new)
+    core(Generator::resume(**layout, &state, options))
+        .map(|generator| External::new(StaticGenerator::new(generator)))
 }
 
 fn bad_state(message: String) -> napi::Error<&'static str> {
@@ -350,14 +379,16 @@ fn bad_state(message: String) -> napi::Error<&'static str> {
 /// ids were written, or 0 when the tick's sequence is exhausted (the last slot then holds the
 /// retry time instead). The buffer's last slot receives the block's tick start (Unix ms) as the
 /// bits of an f64, so that JavaScript reads it through a `Float64Array` on the same memory.
-/// Never blocks: refusals throw, with `retry_at_ms` for `lastRetryAtMs()`.
+/// Never blocks: refusals throw, with `retry_at_ms` for `lastRetryAtMs()`; in a forked child,
+/// `WORKER_ID_INVALIDATED`.
 #[napi(catch_unwind)]
 pub fn take(
-    generator: &External<Generator>,
+    generator: &External<StaticGenerator>,
     now_ms: f64,
     mut out: BigUint64ArraySlice,
     max_count: u32,
 ) -> Result<u32> {
+    let generator = generator.checked()?;
     let now_ms = whole(now_ms, "the clock's time")?;
     // SAFETY: the JavaScript thread is inside this call, so nothing else reads or writes the
     // typed array's memory meanwhile, and `out` is not used again after this function.
@@ -402,10 +433,14 @@ pub struct StateOut {
     pub high_water_ms: Vec<Option<f64>>,
 }
 
-/// A snapshot of the generator's state.
+/// A snapshot of the generator's state (`WORKER_ID_INVALIDATED` in a forked child, as in Python).
 #[napi(catch_unwind)]
-pub fn generator_state(generator: &External<Generator>) -> StateOut {
-    state_out(&generator.state(), generator.layout().clock_seqs())
+pub fn generator_state(generator: &External<StaticGenerator>) -> Result<StateOut> {
+    let generator = generator.checked()?;
+    Ok(state_out(
+        &generator.state(),
+        generator.layout().clock_seqs(),
+    ))
 }
 
 fn state_out(state: &State, clock_seqs: u64) -> StateOut {
@@ -433,8 +468,8 @@ pub struct OptionsOut {
 
 /// The generator's resolved options.
 #[napi(catch_unwind)]
-pub fn generator_options(generator: &External<Generator>) -> OptionsOut {
-    generator_options_of(generator)
+pub fn generator_options(generator: &External<StaticGenerator>) -> OptionsOut {
+    generator_options_of(&generator.generator)
 }
 
 fn generator_options_of(generator: &Generator) -> OptionsOut {
