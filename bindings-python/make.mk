@@ -1,6 +1,7 @@
 # clockflake Python package (bindings-python/): pyo3 + maturin, tests with pytest.
 #   make setup-python   virtualenv $(ROOT)/.venv with maturin, pytest, hypothesis, mypy; builds the extension into it
 #   make test-python    shared vectors + binding tests (pytest), stubtest, and an install-as-a-user smoke test
+#   make setup-faketime libfaketime for the clock-excursion tests (also a prerequisite of test-core)
 #   make demo-python    a few ids with their decoded fields
 #   make test-python-pg the PostgreSQL lease tests (starts a throwaway cluster; part of make test)
 #   make test-python-zk the ZooKeeper lease tests (starts a throwaway server; part of make test)
@@ -28,7 +29,15 @@ lint-python:
 	$(CARGO) fmt -p clockflake-python --check
 	$(CARGO) clippy -p clockflake-python --no-deps --all-targets -- -D warnings
 
-test-python: build-python lint-python
+# libfaketime (Debian's faketime) for the clock-excursion tests: tests/test_clock_excursion.py
+# here and core/tests/clock_excursion.rs (so test-core needs it too). Idempotent.
+LIBFAKETIME := /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+.PHONY: setup-faketime
+setup-faketime:
+	@test -e $(LIBFAKETIME) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime)
+test-core: setup-faketime
+
+test-python: build-python lint-python setup-faketime
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests
 	cd $(PY_DIR) && $(PY_BIN) -m mypy.stubtest clockflake
 	cd $(PY_DIR) && $(PY_BIN) -m mypy --strict tests/typing_check.py

@@ -1,12 +1,13 @@
 //! Core errors (and the binding's own argument checks) become the Python exception classes of
 //! `clockflake/_errors.py`, looked up by their stable code.
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
-/// `clockflake._errors._BY_CODE`: code -> exception class, imported on the first error.
+/// `clockflake._errors._RAISE_BY_CODE`: code -> exception class (core's, the lease crate's and
+/// the binding's own `INVALID_ARG_TYPE` / `INVALID_ARG_VALUE`), imported on the first error.
 static BY_CODE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
 /// A refusal with a stable code: from core, or from the binding's own checks of an argument
@@ -18,6 +19,13 @@ pub struct Refusal {
     pub message: String,
     pub retry_at_ms: Option<u64>,
 }
+
+/// The binding's code for an argument of the wrong type (as Node's): `InvalidArgTypeError`, a
+/// `TypeError`.
+pub const ARG_TYPE: &str = "INVALID_ARG_TYPE";
+/// The binding's code for an argument of the right type and the wrong shape (as Node's):
+/// `InvalidArgValueError`, a `ValueError`.
+pub const ARG_VALUE: &str = "INVALID_ARG_VALUE";
 
 impl Refusal {
     /// A bad argument, under the code of the core error that covers it.
@@ -60,13 +68,13 @@ impl From<Refusal> for PyErr {
     }
 }
 
-/// The exception instance for a refusal: `_errors._BY_CODE[code](message, retry_at_ms)`.
-/// Falls back to a plain `ValueError`/`RuntimeError` naming the code only if the Python half
-/// of the package is missing (the tests check every core code has a class).
+/// The exception instance for a refusal: `_errors._RAISE_BY_CODE[code](message, retry_at_ms)`.
+/// Falls back to a plain `TypeError`/`ValueError`/`RuntimeError` naming the code only if the
+/// Python half of the package is missing (the tests check every core code has a class).
 #[cold]
 fn raise(py: Python<'_>, refusal: Refusal) -> PyErr {
     let class = BY_CODE
-        .import(py, "clockflake._errors", "_BY_CODE")
+        .import(py, "clockflake._errors", "_RAISE_BY_CODE")
         .ok()
         .and_then(|table| table.get_item(refusal.code).ok().flatten());
     if let Some(class) = class {
@@ -76,7 +84,9 @@ fn raise(py: Python<'_>, refusal: Refusal) -> PyErr {
         };
     }
     let text = format!("[{}] {}", refusal.code, refusal.message);
-    if refusal.input {
+    if refusal.code == ARG_TYPE {
+        PyTypeError::new_err(text)
+    } else if refusal.input {
         PyValueError::new_err(text)
     } else {
         PyRuntimeError::new_err(text)

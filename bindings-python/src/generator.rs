@@ -112,11 +112,11 @@ impl Clock for PyClock<'_, '_> {
     }
 }
 
-/// The refusal's retry time, or the refusal itself when it is final.
-fn retry_time(error: Error) -> PyResult<u64> {
-    error
-        .retry_at_ms()
-        .ok_or_else(|| PyErr::from(Refusal::from(error)))
+/// The time to wait for after `error` at `now_ms`, or the refusal itself when it is final or
+/// its wait too long (core's rule: the next tick within `Generator::MAX_TICK_WAIT_MS`, a clock
+/// step back within `max_wait_ms`).
+fn retry_time(error: Error, now_ms: u64) -> PyResult<u64> {
+    Generator::blocking_retry_at(&error, now_ms).ok_or_else(|| PyErr::from(Refusal::from(error)))
 }
 
 fn not_advancing(at_ms: u64, now_ms: u64) -> PyErr {
@@ -127,13 +127,15 @@ fn not_advancing(at_ms: u64, now_ms: u64) -> PyErr {
     .into()
 }
 
-/// Waits without the GIL until the process's monotonic clock reads `at_ms`: sleeps, then spins
-/// through the last 2 ms; checks for signals (Ctrl-C) every 50 ms.
+/// Waits without the GIL until the process's monotonic clock reads the retry time of `error`:
+/// sleeps, then spins through the last 2 ms; checks for signals (Ctrl-C) every 50 ms. Raises
+/// `error` at once when it has no retry time or the wait would be too long (`retry_time`).
 #[cold]
-fn wait_monotonic(py: Python<'_>, at_ms: u64) -> PyResult<()> {
+fn wait_monotonic(py: Python<'_>, error: Error) -> PyResult<()> {
     let clock = MonotonicClock::global();
     let started = Instant::now();
     let first = clock.now_ms();
+    let at_ms = retry_time(error, first)?;
     let patience = Duration::from_millis(at_ms.saturating_sub(first).saturating_add(1000));
     loop {
         let (reached, now_ms) = py.detach(|| {
@@ -164,12 +166,14 @@ fn wait_monotonic(py: Python<'_>, at_ms: u64) -> PyResult<()> {
     }
 }
 
-/// Waits until a Python clock reads `at_ms`, polling it with the GIL released in between.
+/// Waits until a Python clock reads the retry time of `error`, polling it with the GIL
+/// released in between; raises `error` at once as `wait_monotonic` does.
 #[cold]
-fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, at_ms: u64) -> PyResult<()> {
+fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, error: Error) -> PyResult<()> {
     let started = Instant::now();
     let mut now_ms = clock.now_ms();
     clock.take_error()?;
+    let at_ms = retry_time(error, now_ms)?;
     let patience = Duration::from_millis(at_ms.saturating_sub(now_ms).saturating_add(1000));
     while now_ms < at_ms {
         if started.elapsed() > patience {
@@ -231,7 +235,7 @@ impl PyGenerator {
         let clock = MonotonicClock::global();
         let mut error = first;
         loop {
-            wait_monotonic(py, retry_time(error)?)?;
+            wait_monotonic(py, error)?;
             match gen.try_next_id_with(clock) {
                 Ok(id) => return Ok(id),
                 Err(again) => error = again,
@@ -251,7 +255,7 @@ impl PyGenerator {
             clock.take_error()?;
             match outcome {
                 Ok(id) => return Ok(id),
-                Err(error) => wait_python(py, &clock, retry_time(error)?)?,
+                Err(error) => wait_python(py, &clock, error)?,
             }
         }
     }
@@ -272,7 +276,7 @@ impl PyGenerator {
                 while filled < total {
                     match gen.try_next_block_with(clock, (total - filled) as u64) {
                         Ok(block) => take(block, &mut filled),
-                        Err(error) => wait_monotonic(py, retry_time(error)?)?,
+                        Err(error) => wait_monotonic(py, error)?,
                     }
                 }
             }
@@ -283,7 +287,7 @@ impl PyGenerator {
                     clock.take_error()?;
                     match outcome {
                         Ok(block) => take(block, &mut filled),
-                        Err(error) => wait_python(py, &clock, retry_time(error)?)?,
+                        Err(error) => wait_python(py, &clock, error)?,
                     }
                 }
             }
@@ -421,8 +425,10 @@ impl PyGenerator {
         )
     }
 
-    /// The next id. Waits (with the GIL released) when the current tick is used up or the
-    /// policy allows a short wait for the clock; raises when it refuses.
+    /// The next id. Waits (with the GIL released) when the current tick is used up and the
+    /// next starts within a second, or the policy allows a short wait for the clock
+    /// (`max_wait_ms`); otherwise raises at once (`SequenceExhaustedError` with `retry_at_ms`
+    /// for a long tick, such as a 1-day unit).
     #[inline]
     fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
         match &self.inner {

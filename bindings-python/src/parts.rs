@@ -1,13 +1,12 @@
 //! `Parts`, `decode`, `encode`, `id_range` and `describe_layout`.
 
 use clockflake::{Field, Layout, Parts};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
 use crate::args::{field_arg, id_arg, layout_arg, time_arg};
-use crate::errors::Refusal;
+use crate::errors::{Refusal, ARG_TYPE};
 
 /// What an id says: when (`timestamp_ms`, the start of its tick in Unix ms), which clock
 /// sequence, which worker, which sequence number.
@@ -163,7 +162,11 @@ pub fn encode(parts: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> Py
     } else if let Ok(dict) = parts.cast::<PyDict>() {
         let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
             dict.get_item(key)?.ok_or_else(|| {
-                PyTypeError::new_err(format!("encode: the parts dict has no key {key:?}"))
+                Refusal::input(
+                    ARG_TYPE,
+                    format!("encode: the parts dict has no key {key:?}"),
+                )
+                .into()
             })
         };
         Parts {
@@ -173,9 +176,16 @@ pub fn encode(parts: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> Py
             sequence: field_arg(&get("sequence")?, Field::Sequence)?,
         }
     } else {
-        return Err(PyTypeError::new_err(
-            "encode: expected Parts or a dict with timestamp_ms, clock_seq, worker_id and sequence",
-        ));
+        let found = parts
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        return Err(Refusal::input(
+            ARG_TYPE,
+            format!("encode: expected Parts or a dict with timestamp_ms, clock_seq, worker_id and sequence, found {found}"),
+        )
+        .into());
     };
     Ok(layout.encode(&parts).map_err(Refusal::from)?)
 }

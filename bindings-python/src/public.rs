@@ -1,12 +1,11 @@
 //! `PublicIds`: core's keyed, reversible codec for ids shown to the outside.
 
 use clockflake::{Error, PublicIdProblem, PublicIds};
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::args::as_u64;
-use crate::errors::Refusal;
+use crate::errors::{Refusal, ARG_TYPE, ARG_VALUE};
 
 /// Turns raw ids into public ones and back with a secret 16-byte key: the public numbers
 /// look random, cannot be walked and tell nothing of time, worker or volume.
@@ -38,20 +37,20 @@ fn key_version(value: &Bound<'_, PyAny>) -> Result<u8, Refusal> {
     }
 }
 
-fn key_bytes(value: &Bound<'_, PyAny>) -> PyResult<[u8; 16]> {
+fn key_bytes(value: &Bound<'_, PyAny>) -> Result<[u8; 16], Refusal> {
     let bytes = value.cast::<PyBytes>().map_err(|_| {
         let found = value
             .get_type()
             .name()
             .map(|n| n.to_string())
             .unwrap_or_default();
-        PyTypeError::new_err(format!("key: expected 16 bytes, found {found}"))
+        Refusal::input(ARG_TYPE, format!("key: expected 16 bytes, found {found}"))
     })?;
     <[u8; 16]>::try_from(bytes.as_bytes()).map_err(|_| {
-        PyValueError::new_err(format!(
-            "key: expected 16 bytes, found {}",
-            bytes.as_bytes().len()
-        ))
+        Refusal::input(
+            ARG_VALUE,
+            format!("key: expected 16 bytes, found {}", bytes.as_bytes().len()),
+        )
     })
 }
 

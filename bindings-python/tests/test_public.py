@@ -19,7 +19,8 @@ from clockflake import (
     PublicIds,
     UnknownKeyVersionError,
 )
-from clockflake import _errors
+from clockflake import _errors, encode
+from clockflake._errors import InvalidArgTypeError, InvalidArgValueError
 
 VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "public"
 KEY = bytes.fromhex("636c6f636b666c616b652d6b65792d31")
@@ -109,11 +110,42 @@ BAD: list[tuple[str, Callable[[], Any], type[Exception], str | None]] = [
     ("version 2^64", lambda: PublicIds(2**64, KEY), InvalidKeyVersionError, None),
     ("old key same version", lambda: codec.with_old_key(1, KEY), InvalidKeyVersionError, None),
     ("old key version 40", lambda: codec.with_old_key(40, KEY), InvalidKeyVersionError, None),
-    ("key 15 bytes", lambda: PublicIds(1, KEY[:15]), ValueError, "16 bytes"),
-    ("key 17 bytes", lambda: PublicIds(1, KEY + b"x"), ValueError, "16 bytes"),
-    ("key str", lambda: PublicIds(1, KEY.decode()), TypeError, "str"),  # type: ignore[arg-type]
-    ("old key bytearray", lambda: codec.with_old_key(0, bytearray(KEY)), TypeError, "bytearray"),  # type: ignore[arg-type]
 ]
+
+# Argument shape, with the codes Node gives (bindings-node/test/public.test.mjs): a key of the
+# wrong type is INVALID_ARG_TYPE (also a TypeError), of the wrong length INVALID_ARG_VALUE (also a
+# ValueError); so is a value that is not parts at all given to encode().
+BAD_ARGS: list[tuple[str, Callable[[], Any], type[ClockflakeError], type[Exception], str]] = [
+    ("key 15 bytes", lambda: PublicIds(1, KEY[:15]), InvalidArgValueError, ValueError, "16 bytes"),
+    ("key 17 bytes", lambda: PublicIds(1, KEY + b"x"), InvalidArgValueError, ValueError, "16 bytes"),
+    ("key empty", lambda: PublicIds(1, b""), InvalidArgValueError, ValueError, "found 0"),
+    ("key str", lambda: PublicIds(1, KEY.decode()), InvalidArgTypeError, TypeError, "str"),  # type: ignore[arg-type]
+    ("key None", lambda: PublicIds(1, None), InvalidArgTypeError, TypeError, "None"),  # type: ignore[arg-type]
+    ("key list", lambda: PublicIds(1, list(KEY)), InvalidArgTypeError, TypeError, "list"),  # type: ignore[arg-type]
+    ("old key bytearray", lambda: codec.with_old_key(0, bytearray(KEY)), InvalidArgTypeError, TypeError, "bytearray"),  # type: ignore[arg-type]
+    ("old key 3 bytes", lambda: codec.with_old_key(2, b"abc"), InvalidArgValueError, ValueError, "16 bytes"),
+    ("encode({})", lambda: encode({}), InvalidArgTypeError, TypeError, "timestamp_ms"),  # type: ignore[typeddict-item]
+    ("encode(None)", lambda: encode(None), InvalidArgTypeError, TypeError, "Parts"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(("call", "error", "builtin", "text"), [row[1:] for row in BAD_ARGS], ids=[row[0] for row in BAD_ARGS])
+def test_bad_argument_shape_has_a_code(
+    call: Callable[[], Any], error: type[ClockflakeError], builtin: type[Exception], text: str
+) -> None:
+    with pytest.raises(ClockflakeError) as caught:
+        call()
+    assert type(caught.value) is error and caught.value.code == error.code
+    assert isinstance(caught.value, builtin) and caught.value.retry_at_ms is None
+    assert text in str(caught.value)
+
+
+def test_argument_error_classes() -> None:
+    assert InvalidArgTypeError.code == "INVALID_ARG_TYPE" and issubclass(InvalidArgTypeError, TypeError)
+    assert InvalidArgValueError.code == "INVALID_ARG_VALUE" and issubclass(InvalidArgValueError, ValueError)
+    assert not issubclass(InvalidArgTypeError, ValueError) and not issubclass(InvalidArgValueError, TypeError)
+    error = pickle.loads(pickle.dumps(InvalidArgTypeError("key: expected 16 bytes, found str")))
+    assert type(error) is InvalidArgTypeError and str(error) == "key: expected 16 bytes, found str"
 
 
 @pytest.mark.parametrize(("call", "error", "text"), [row[1:] for row in BAD], ids=[row[0] for row in BAD])

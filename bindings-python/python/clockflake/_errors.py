@@ -36,6 +36,8 @@ __all__ = [
     "InvalidPublicIdError",
     "UnknownKeyVersionError",
     "InvalidKeyVersionError",
+    "InvalidArgTypeError",
+    "InvalidArgValueError",
 ]
 
 
@@ -145,6 +147,22 @@ class InvalidKeyVersionError(ClockflakeError, ValueError):
     code = "INVALID_KEY_VERSION"
 
 
+# The binding's own checks of an argument's shape, with the codes Node uses for them (core has
+# no such codes: these never leave a binding).
+
+
+class InvalidArgTypeError(ClockflakeError, TypeError):
+    """An argument of the wrong type (a ``PublicIds`` key that is not ``bytes``, ``encode(None)``)."""
+
+    code = "INVALID_ARG_TYPE"
+
+
+class InvalidArgValueError(ClockflakeError, ValueError):
+    """An argument of the right type but the wrong shape (a ``PublicIds`` key not 16 bytes long)."""
+
+    code = "INVALID_ARG_VALUE"
+
+
 # Refusals about the clock or the state of the world: also RuntimeError.
 
 
@@ -248,4 +266,12 @@ _BY_CODE: dict[str, type[ClockflakeError]] = {
         UnknownKeyVersionError,
         InvalidKeyVersionError,
     )
+}
+
+# Every class the native module raises by code: core's and the lease crate's (`_BY_CODE`, one
+# per code of theirs), and the binding's own argument checks.
+_RAISE_BY_CODE: dict[str, type[ClockflakeError]] = {
+    **_BY_CODE,
+    InvalidArgTypeError.code: InvalidArgTypeError,
+    InvalidArgValueError.code: InvalidArgValueError,
 }
