@@ -29,6 +29,13 @@ function coded(ErrorClass, code, message) {
   return error;
 }
 
+/**
+ * The longest a blocking call (`nextId`, `nextIds`) waits for the next tick when the current one
+ * is full: core's `Generator::MAX_TICK_WAIT_MS`. Past it (a layout with long ticks, such as a
+ * 1-day unit), it throws SEQUENCE_EXHAUSTED with `retryAtMs` at once instead of spinning.
+ */
+const MAX_TICK_WAIT_MS = 1000;
+
 /** Gives an error thrown by the native module its `retryAtMs`. */
 function fromNative(error) {
   if (error !== null && typeof error === 'object') {
@@ -548,7 +555,10 @@ class Generator {
     return { ...native.generatorOptions(this.#handle) };
   }
 
-  /** The next id, at the clock's time. Waits (spinning, at most until the next tick) when the tick is full. */
+  /**
+   * The next id, at the clock's time. Waits (at most until the next tick) when the tick is full
+   * and the next one starts within a second; otherwise throws SEQUENCE_EXHAUSTED with `retryAtMs`.
+   */
   nextId() {
     if (this.#pos < this.#count) {
       const now = this.#clock === null ? Date.now() : this.#readClock();
@@ -645,13 +655,16 @@ class Generator {
       } catch (error) {
         fromNative(error);
         if (!wait || error.retryAtMs === null) throw error;
+        // A full tick (`logical` past its drift) is waited for only within MAX_TICK_WAIT_MS; a
+        // clock step back names a retry time only within maxWaitMs (the core's rule).
+        if (error.code === 'SEQUENCE_EXHAUSTED' && error.retryAtMs - now > MAX_TICK_WAIT_MS) throw error;
         now = this.#waitUntil(error.retryAtMs, now);
         continue;
       }
       const meta = this.#meta[0];
       if (count === 0) {
         // The tick is full: the core put the next tick's start in `meta`.
-        if (!wait) call(native.sequenceExhausted, meta);
+        if (!wait || meta - now > MAX_TICK_WAIT_MS) call(native.sequenceExhausted, meta);
         now = this.#waitUntil(meta, now);
         continue;
       }
