@@ -310,6 +310,9 @@ function readClock(clock) {
   return ms;
 }
 
+/** The longest `nextId()` / `nextIds()` wait for the next tick: core's `Generator::MAX_TICK_WAIT_MS`. */
+const MAX_TICK_WAIT_MS = 1000;
+
 /**
  * Generates ids for one worker id. `nextId()` reads `Date.now()` (or `options.clock`) and waits
  * out a full tick (spinning: keep the waits short on a page's main thread); `nextIdAt(ms)`
@@ -418,13 +421,19 @@ export class Generator {
     return out;
   }
 
-  /** Waits for the time a refusal names and tries again, until success or a final refusal. */
+  /**
+   * Waits for the time a refusal names and tries again, until success or a final refusal. A full
+   * tick is waited for only if the next starts within MAX_TICK_WAIT_MS (a layout with long ticks
+   * throws SEQUENCE_EXHAUSTED with `retryAtMs` at once); a clock step back names a retry time
+   * only within `maxWaitMs` (the core's rule).
+   */
   #retry(attempt) {
     for (;;) {
       const error = takeError();
       const at = error.retryAtMs;
       if (at === null) throw error;
       let ms = this.#now();
+      if (error.code === 'SEQUENCE_EXHAUSTED' && at - ms > MAX_TICK_WAIT_MS) throw error;
       const started = now();
       const patience = Math.max(at - ms, 0) + 1000;
       while (ms < at) {
