@@ -433,7 +433,9 @@ def test_next_id_waits_out_a_full_tick_with_a_python_clock() -> None:
     now = [T]
 
     def clock() -> int:
-        now[0] += 1 if clock.reads % 5000 == 4999 else 0  # type: ignore[attr-defined]
+        # A slow clock (1 ms per 500 reads), but not so slow that a loaded machine takes
+        # longer than the wait's patience (about 1 s of real time) to read it 500 times.
+        now[0] += 1 if clock.reads % 500 == 499 else 0  # type: ignore[attr-defined]
         clock.reads += 1  # type: ignore[attr-defined]
         return now[0]
 

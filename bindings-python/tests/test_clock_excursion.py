@@ -61,16 +61,7 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        "static",
-        pytest.param(
-            "leased",
-            marks=pytest.mark.xfail(strict=False, reason="lease follows back: lead's change"),
-        ),
-    ],
-)
+@pytest.mark.parametrize("kind", ["static", "leased"])
 def test_ids_follow_the_wall_clock_back_after_an_excursion_to_the_future(kind: str, tmp_path: Path) -> None:
     assert Path(LIBFAKETIME).exists(), f"{LIBFAKETIME} is missing: apt-get install -y faketime (make test-python does)"
     offset = tmp_path / "faketime.rc"

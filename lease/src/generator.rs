@@ -577,15 +577,16 @@ impl Shared {
 
     /// After a core refusal: when to try again, if waiting is what the caller wants.
     fn retry_at(&self, error: &Error) -> Option<u64> {
-        if let Some(at) = error.retry_at_ms() {
-            return Some(at);
+        let now = self.wall_now();
+        if error.retry_at_ms().is_some() {
+            // Core's bound: a full tick only when the next starts within a second.
+            return Generator::blocking_retry_at(error, now);
         }
         // A handover whose clock is behind every stored mark: wait for the first to pass.
         let handover = matches!(
             error,
             Error::ClockMovedBackwards { .. } | Error::ClockSequenceExhausted { .. }
         );
-        let now = self.wall_now();
         (handover && now < self.ready_at_ms && self.ready_at_ms - now <= self.max_handover_wait_ms)
             .then_some(self.ready_at_ms)
     }
