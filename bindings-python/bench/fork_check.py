@@ -7,7 +7,9 @@ pthread_atfork counter instead of the Python hook's).
 Each directory holds an importable `clockflake` package (an unpacked wheel). The two are
 measured in alternating child processes, ROUNDS each; every child reports the median of 200
 bursts of 1000 calls started just after a millisecond tick (the cost of a call, not the wait
-for the next tick), as `bench.py` measures "raw". Printed: the median over the rounds.
+for the next tick), as `bench.py` measures "raw". Printed: the median over the rounds, and the
+median of the per-round differences (each round runs both builds back to back, which cancels
+most of the drift of a shared machine).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import statistics
 import subprocess
 import sys
 
-ROUNDS = 7
+ROUNDS = 15
 
 CHILD = r"""
 import json, statistics, time
@@ -71,7 +73,10 @@ def main() -> None:
         next_id = statistics.median(r["next_id"] for r in runs[name])
         empty = statistics.median(r["empty"] for r in runs[name])
         print(f"| {name} | {next_id:.1f} | {empty:.1f} |")
-    print(f"\n{ROUNDS} alternating child processes per build; each the median of 200 bursts of 1000 calls.")
+    differences = [a["next_id"] - b["next_id"] for a, b in zip(runs["after"], runs["before"])]
+    print(f"| after - before (median of the {ROUNDS} paired rounds) | {statistics.median(differences):+.1f} | |")
+    print(f"\n{ROUNDS} rounds, each one child process per build in alternating order; each child the median of "
+          "200 bursts of 1000 calls.")
 
 
 if __name__ == "__main__":
