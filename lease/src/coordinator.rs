@@ -88,7 +88,14 @@ pub fn choose_clock_seq(layout: &Layout, state: &State, now_ms: u64) -> (u64, u6
 
 /// From when (wall ms) a holder starting at `now_ms` can issue ids under a stored record
 /// (`None`: never used): 0 when at once. Coordinators prefer worker ids for which this is 0.
-#[allow(dead_code)] // used by the coordinators preferring usable worker ids (next commit)
+///
+/// A record of another layout counts as usable at once: it is not skipped but taken in its
+/// turn, and start-up refuses it (`INVALID_STATE`) as it would without the preference.
 pub fn ready_at_ms(layout: &Layout, state: Option<&State>, now_ms: u64) -> u64 {
-    state.map_or(0, |state| choose_clock_seq(layout, state, now_ms).1)
+    match state {
+        Some(state) if state.layout_fingerprint == layout.fingerprint() => {
+            choose_clock_seq(layout, state, now_ms).1
+        }
+        _ => 0,
+    }
 }

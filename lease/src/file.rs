@@ -2,42 +2,251 @@
 //!
 //! `DIR/NAME/worker-N.lock` is locked (an `flock`-style exclusive lock, which the kernel drops
 //! when the process dies) by the holder of worker id `N`; `DIR/NAME/worker-N.state` is its
-//! state record, replaced atomically (write `worker-N.state.tmp`, fsync, rename, fsync the
-//! directory).
+//! state record, replaced atomically (write a temporary file `worker-N.state.tmp.PID.SEQ` of
+//! its own, fsync, rename, fsync the directory).
+//!
+//! The lock belongs to the file, not to the path: if `worker-N.lock` is removed or replaced
+//! while held (by hand, by a clean-up job), a newcomer can lock a new file at the same path.
+//! So the holder checks, before every state write and after it, that the file at the path is
+//! still the one it locked (same device and inode); when it is not, the lease is lost
+//! (`LEASE_LOST`) and it writes nothing more. The newcomer starts above every reservation
+//! persisted so far: the lost holder's ids stay inside the reservation it last wrote (and
+//! checked afterwards), which the state file carries over.
+//!
+//! Permissions: `DIR` and `DIR/NAME` are created (at most these two levels: a missing parent
+//! of `DIR` is an error that names it) with mode `0700`, files with `0600`. `mode=group` in the
+//! URI shares a pool with the directory's group: `0770` and `0660`, and group-writable pool
+//! directories are then accepted. Like `ssh`, the coordinator refuses a pool it cannot trust:
+//! `DIR/NAME` must be owned by this user and not writable by others (nor by the group without
+//! `mode=group`); `DIR` must be owned by this user or root and not writable by others unless
+//! it has the sticky bit (like `/tmp`). With `mode=group`, a directory owned by another user
+//! is accepted when its group is one of ours. Refusals are `COORDINATOR_UNAVAILABLE`, saying
+//! which directory and what to run (`chmod 700 DIR`).
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clockflake::{Error, Layout, State};
 
-use crate::coordinator::{Coordinator, Grant};
+use crate::coordinator::{ready_at_ms, Coordinator, Grant};
 use crate::{record, LeaseError};
+
+/// What the operating system gives us that `std` does not.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod sys {
+    /// `O_NOFOLLOW`: a symlink planted at a lock or temporary path is refused, not followed.
+    pub fn nofollow() -> i32 {
+        rustix::fs::OFlags::NOFOLLOW.bits() as i32
+    }
+
+    pub fn euid() -> u32 {
+        rustix::process::geteuid().as_raw()
+    }
+
+    /// Whether `gid` is our effective group or one of our supplementary groups.
+    pub fn in_group(gid: u32) -> bool {
+        rustix::process::getegid().as_raw() == gid
+            || rustix::process::getgroups()
+                .is_ok_and(|groups| groups.iter().any(|group| group.as_raw() == gid))
+    }
+}
+
+/// Elsewhere (no `rustix` dependency): the owner of a file we create is our effective uid;
+/// symlinks are not refused and groups are not checked.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+mod sys {
+    pub fn nofollow() -> i32 {
+        0
+    }
+
+    pub fn euid() -> u32 {
+        use std::os::unix::fs::MetadataExt;
+        static EUID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        *EUID.get_or_init(|| {
+            let probe =
+                std::env::temp_dir().join(format!(".clockflake-euid-{}", std::process::id()));
+            let uid = std::fs::File::create(&probe)
+                .and_then(|file| file.metadata())
+                .map_or(u32::MAX, |meta| meta.uid());
+            let _ = std::fs::remove_file(probe);
+            uid
+        })
+    }
+
+    pub fn in_group(_gid: u32) -> bool {
+        false
+    }
+}
+
+/// Who may use a pool: its owner only (the default), or its group too (`mode=group`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sharing {
+    Private,
+    Group,
+}
+
+impl Sharing {
+    fn dir_mode(self) -> u32 {
+        match self {
+            Sharing::Private => 0o700,
+            Sharing::Group => 0o770,
+        }
+    }
+
+    fn file_mode(self) -> u32 {
+        match self {
+            Sharing::Private => 0o600,
+            Sharing::Group => 0o660,
+        }
+    }
+}
 
 /// Worker ids from lock files in a directory. See the module docs for the files.
 #[derive(Debug)]
 pub struct FileCoordinator {
     dir: PathBuf,
     app: String,
+    sharing: Sharing,
     held: Option<(u64, File)>,
     /// Test hook: a pause between writing the temporary file and renaming it.
     write_delay: Option<Duration>,
 }
 
+/// Whether `file` (open) is the file at `path` now: same device and inode.
+fn is_at_path(file: &File, path: &Path) -> std::io::Result<bool> {
+    let held = file.metadata()?;
+    match fs::symlink_metadata(path) {
+        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
+        Err(error) if error.kind() == ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+/// The first missing directory on the way to `path` (whose parent exists), if any above it.
+fn first_missing_ancestor(path: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    for ancestor in path.ancestors().skip(1) {
+        if ancestor.as_os_str().is_empty() || ancestor.exists() {
+            break;
+        }
+        missing = Some(ancestor.to_path_buf());
+    }
+    missing
+}
+
 impl FileCoordinator {
-    /// A coordinator for the application namespace `app` under `dir` (created if missing).
+    /// A coordinator for the application namespace `app` under `dir`, private to this user:
+    /// `dir` (if its parent exists) and `dir/app` are created if missing, and refused if
+    /// another user could change them (see the module docs).
     pub fn new(dir: impl Into<PathBuf>, app: &str) -> Result<FileCoordinator, LeaseError> {
-        let root: PathBuf = dir.into();
+        FileCoordinator::with_sharing(dir.into(), app, Sharing::Private)
+    }
+
+    pub(crate) fn with_sharing(
+        root: PathBuf,
+        app: &str,
+        sharing: Sharing,
+    ) -> Result<FileCoordinator, LeaseError> {
         let coordinator = FileCoordinator {
             dir: root.join(app),
             app: app.to_owned(),
+            sharing,
             held: None,
             write_delay: None,
         };
-        fs::create_dir_all(&coordinator.dir)
-            .map_err(|error| coordinator.io_error("cannot create the directory", error))?;
+        coordinator.prepare(&root)?;
         Ok(coordinator)
+    }
+
+    /// Creates (at most) `root` and `root/app`, then checks that both can be trusted.
+    fn prepare(&self, root: &Path) -> Result<(), LeaseError> {
+        if let Some(missing) = first_missing_ancestor(root) {
+            return Err(self.refuse(format!(
+                "cannot create {}: {} does not exist (create it first; only DIR and DIR/APP are \
+                 created)",
+                root.display(),
+                missing.display()
+            )));
+        }
+        self.create_dir(root)?;
+        self.check_dir(root, false)?;
+        self.create_dir(&self.dir)?;
+        self.check_dir(&self.dir, true)
+    }
+
+    fn create_dir(&self, path: &Path) -> Result<(), LeaseError> {
+        match fs::create_dir(path) {
+            // The exact mode, whatever the umask.
+            Ok(()) => {
+                fs::set_permissions(path, fs::Permissions::from_mode(self.sharing.dir_mode()))
+                    .map_err(|error| {
+                        self.io_error(&format!("cannot set the mode of {}", path.display()), error)
+                    })
+            }
+            Err(error) if error.kind() == ErrorKind::AlreadyExists => Ok(()),
+            Err(error) => Err(self.io_error(
+                &format!("cannot create the directory {}", path.display()),
+                error,
+            )),
+        }
+    }
+
+    /// Refuses a directory another user could change: `namespace` is `DIR/APP` (the lock
+    /// files), else `DIR` (which may be root's, and others' with the sticky bit).
+    fn check_dir(&self, path: &Path, namespace: bool) -> Result<(), LeaseError> {
+        let meta = if namespace {
+            // A symlink here could be swapped under a sticky DIR by whoever planted it.
+            fs::symlink_metadata(path)
+        } else {
+            fs::metadata(path)
+        }
+        .map_err(|error| self.io_error(&format!("cannot inspect {}", path.display()), error))?;
+        if !meta.is_dir() {
+            return Err(self.refuse(format!("refusing {}: not a directory", path.display())));
+        }
+        let group = self.sharing == Sharing::Group;
+        let mode = meta.mode() & 0o7777;
+        let fix = format!("chmod {} {}", if group { 770 } else { 700 }, path.display());
+        let (uid, me) = (meta.uid(), sys::euid());
+        let owner_ok =
+            uid == me || (!namespace && uid == 0) || (group && sys::in_group(meta.gid()));
+        if !owner_ok {
+            return Err(self.refuse(format!(
+                "refusing {}: it is owned by uid {uid}, not by this user (uid {me}){}; whoever \
+                 owns it can hand this pool's worker ids to anyone",
+                path.display(),
+                if group {
+                    " nor shared with one of our groups"
+                } else {
+                    " (mode=group accepts a directory of one of our groups)"
+                }
+            )));
+        }
+        let sticky = mode & 0o1000 != 0 && !namespace;
+        let writable_by_others = mode & 0o002 != 0 && !sticky;
+        let writable_by_group = mode & 0o020 != 0 && !sticky && !group;
+        if writable_by_others || writable_by_group {
+            return Err(self.refuse(format!(
+                "refusing {}: it is writable by {} (mode {mode:04o}), who could remove or \
+                 replace the lock files and take worker ids in use; run `{fix}`{}",
+                path.display(),
+                if writable_by_others {
+                    "others"
+                } else {
+                    "its group"
+                },
+                if writable_by_others {
+                    ""
+                } else {
+                    ", or add mode=group to the URI to share the pool with the group"
+                }
+            )));
+        }
+        Ok(())
     }
 
     #[doc(hidden)]
@@ -59,40 +268,177 @@ impl FileCoordinator {
         self.dir.join(format!("worker-{worker_id}.state"))
     }
 
+    fn temp_prefix(worker_id: u64) -> String {
+        format!("worker-{worker_id}.state.tmp.")
+    }
+
     fn io_error(&self, what: &str, error: std::io::Error) -> LeaseError {
         LeaseError::unavailable(&self.describe(), format!("{what}: {error}"))
     }
 
-    fn write_state(&self, worker_id: u64, state: &State) -> Result<(), LeaseError> {
-        let path = self.state_path(worker_id);
-        let temp = self.dir.join(format!("worker-{worker_id}.state.tmp"));
-        let fail = |error| self.io_error(&format!("cannot write {}", path.display()), error);
-        let mut file = File::create(&temp).map_err(fail)?;
-        file.write_all(record::encode(state).as_bytes())
-            .map_err(fail)?;
-        if let Some(delay) = self.write_delay {
-            std::thread::sleep(delay);
+    fn refuse(&self, reason: String) -> LeaseError {
+        LeaseError::unavailable(&self.describe(), reason)
+    }
+
+    /// `LEASE_LOST` unless `file` is still the lock file of `worker_id`.
+    fn verify(&self, worker_id: u64, file: &File) -> Result<(), LeaseError> {
+        let path = self.lock_path(worker_id);
+        match is_at_path(file, &path) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(LeaseError::lost(format!(
+                "{} was removed or replaced while held: worker id {worker_id} may be someone \
+                 else's now",
+                path.display()
+            ))),
+            Err(error) => Err(self.io_error(&format!("cannot check {}", path.display()), error)),
         }
-        file.sync_all().map_err(fail)?;
-        drop(file);
-        fs::rename(&temp, &path).map_err(fail)?;
+    }
+
+    /// Opens and locks the lock file of `worker_id`: `None` when someone else holds it.
+    fn try_lock(&self, worker_id: u64) -> Result<Option<File>, LeaseError> {
+        let path = self.lock_path(worker_id);
+        // A few tries: each retry means the file was removed between our open and our lock.
+        for _ in 0..8 {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(self.sharing.file_mode())
+                .custom_flags(sys::nofollow())
+                .open(&path)
+                .map_err(|error| {
+                    self.io_error(&format!("cannot open {}", path.display()), error)
+                })?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => return Ok(None),
+                Err(TryLockError::Error(error)) => {
+                    return Err(self.io_error(&format!("cannot lock {}", path.display()), error))
+                }
+            }
+            // Another process may have removed the file between our open and our lock, and
+            // a third one locked a new file at the path: then ours locks nothing.
+            match is_at_path(&file, &path) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(error) => {
+                    return Err(self.io_error(&format!("cannot check {}", path.display()), error))
+                }
+            }
+            self.set_file_mode(&file, &path)?;
+            return Ok(Some(file));
+        }
+        Err(self.refuse(format!(
+            "{} keeps being removed while we lock it",
+            path.display()
+        )))
+    }
+
+    /// The exact mode on a file of ours, whatever the umask (another user's, in a group pool,
+    /// stays as it is).
+    fn set_file_mode(&self, file: &File, path: &Path) -> Result<(), LeaseError> {
+        let meta = file
+            .metadata()
+            .map_err(|error| self.io_error(&format!("cannot inspect {}", path.display()), error))?;
+        let wanted = self.sharing.file_mode();
+        if meta.uid() == sys::euid() && meta.mode() & 0o7777 != wanted {
+            file.set_permissions(fs::Permissions::from_mode(wanted))
+                .map_err(|error| {
+                    self.io_error(&format!("cannot set the mode of {}", path.display()), error)
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Removes temporary files of `worker_id` left by holders that died mid-write. Called
+    /// holding its lock; a lost holder still writing one only fails its rename.
+    fn remove_stale_temps(&self, worker_id: u64) {
+        let prefix = Self::temp_prefix(worker_id);
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// Replaces the state record of the held `worker_id`, checking that the lock is still
+    /// ours before (never write once lost) and after (a reservation is used only if the lock
+    /// was still ours once the record was in place, so any newcomer read it).
+    fn write_state(&self, worker_id: u64, lock: &File, state: &State) -> Result<(), LeaseError> {
+        static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+        self.verify(worker_id, lock)?;
+        let path = self.state_path(worker_id);
+        let temp = self.dir.join(format!(
+            "{}{}.{}",
+            Self::temp_prefix(worker_id),
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let fail = |error| self.io_error(&format!("cannot write {}", path.display()), error);
+        let written = (|| {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(self.sharing.file_mode())
+                .custom_flags(sys::nofollow())
+                .open(&temp)
+                .map_err(fail)?;
+            file.set_permissions(fs::Permissions::from_mode(self.sharing.file_mode()))
+                .map_err(fail)?;
+            file.write_all(record::encode(state).as_bytes())
+                .map_err(fail)?;
+            if let Some(delay) = self.write_delay {
+                std::thread::sleep(delay);
+            }
+            file.sync_all().map_err(fail)?;
+            drop(file);
+            // Checked again just before the rename: the state of a lost holder stays out.
+            self.verify(worker_id, lock)?;
+            fs::rename(&temp, &path).map_err(fail)
+        })();
+        if let Err(error) = written {
+            let _ = fs::remove_file(&temp);
+            return Err(error);
+        }
         // The rename itself must survive a power cut before ids rely on it.
         File::open(&self.dir)
             .and_then(|dir| dir.sync_all())
-            .map_err(fail)
+            .map_err(fail)?;
+        self.verify(worker_id, lock)
+    }
+
+    fn grant(&mut self, worker_id: u64, file: File, state: Option<State>) -> Grant {
+        self.remove_stale_temps(worker_id);
+        self.held = Some((worker_id, file));
+        Grant {
+            worker_id,
+            state,
+            ttl: None,
+        }
     }
 }
 
 impl Coordinator for FileCoordinator {
     fn describe(&self) -> String {
+        let mode = match self.sharing {
+            Sharing::Private => "",
+            Sharing::Group => "&mode=group",
+        };
         format!(
-            "file://{}?app={}",
+            "file://{}?app={}{mode}",
             self.dir.parent().unwrap_or(&self.dir).display(),
             self.app
         )
     }
 
-    fn acquire(&mut self, layout: &Layout, _now_ms: u64) -> Result<Grant, LeaseError> {
+    /// The lowest free worker id whose record can be used at `now_ms`; if there is none, the
+    /// free one whose record becomes usable first. While looking further, the first free one
+    /// found stays locked, so the answer is never "none" because of a race.
+    fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {
         if self.held.is_some() {
             return Err(LeaseError::unavailable(
                 &self.describe(),
@@ -100,41 +446,34 @@ impl Coordinator for FileCoordinator {
             ));
         }
         let max = layout.max_worker_id();
+        // (ready at, worker id, its locked file, its record): dropping the file unlocks it.
+        let mut fallback: Option<(u64, u64, File, Option<State>)> = None;
         for worker_id in 0..=max {
-            let path = self.lock_path(worker_id);
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(|error| {
-                    self.io_error(&format!("cannot open {}", path.display()), error)
-                })?;
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(TryLockError::WouldBlock) => continue,
-                Err(TryLockError::Error(error)) => {
-                    return Err(self.io_error(&format!("cannot lock {}", path.display()), error))
-                }
-            }
+            let Some(file) = self.try_lock(worker_id)? else {
+                continue;
+            };
             // The lock is held (dropping `file` releases it if reading the state fails).
             let state = self.read_state(worker_id)?;
-            self.held = Some((worker_id, file));
-            return Ok(Grant {
-                worker_id,
-                state,
-                ttl: None,
-            });
+            let ready_at = ready_at_ms(layout, state.as_ref(), now_ms);
+            if ready_at == 0 {
+                drop(fallback); // unlocks the one kept so far
+                return Ok(self.grant(worker_id, file, state));
+            }
+            if fallback.as_ref().is_none_or(|(best, ..)| ready_at < *best) {
+                fallback = Some((ready_at, worker_id, file, state));
+            }
         }
-        Err(LeaseError::Core(Error::WorkerPoolExhausted {
-            workers: max + 1,
-        }))
+        match fallback {
+            Some((_, worker_id, file, state)) => Ok(self.grant(worker_id, file, state)),
+            None => Err(LeaseError::Core(Error::WorkerPoolExhausted {
+                workers: max + 1,
+            })),
+        }
     }
 
     fn renew(&mut self, state: &State) -> Result<(), LeaseError> {
         match &self.held {
-            Some((worker_id, _)) => self.write_state(*worker_id, state),
+            Some((worker_id, file)) => self.write_state(*worker_id, file, state),
             None => Err(LeaseError::lost("this coordinator holds no lease")),
         }
     }
@@ -144,7 +483,7 @@ impl Coordinator for FileCoordinator {
             return Ok(());
         };
         let written = match state {
-            Some(state) => self.write_state(worker_id, state),
+            Some(state) => self.write_state(worker_id, &file, state),
             None => Ok(()),
         };
         // Unlock even when the write failed: the last written reservation still covers

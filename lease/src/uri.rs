@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::file::FileCoordinator;
+use crate::file::{FileCoordinator, Sharing};
 use crate::pg::PostgresCoordinator;
 use crate::{Coordinator, LeaseError};
 
@@ -464,6 +464,13 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
     }
     check_app(uri, &app)?;
     if parts.scheme == "file" {
+        // mode=private (default: 0700 directories, 0600 files) or mode=group (0770, 0660).
+        let sharing = match passthrough.iter().find(|(key, _)| *key == "mode") {
+            None | Some((_, "private")) => Sharing::Private,
+            Some((_, "group")) => Sharing::Group,
+            Some(_) => return Err(invalid(uri, "mode must be private or group")),
+        };
+        passthrough.retain(|(key, _)| *key != "mode");
         if let Some((key, _)) = passthrough.first() {
             return Err(invalid(
                 uri,
@@ -487,7 +494,7 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
         if reserve < Duration::from_millis(10) {
             return Err(invalid(uri, "reserve must be at least 10ms"));
         }
-        let mut coordinator = FileCoordinator::new(path, &app)?;
+        let mut coordinator = FileCoordinator::with_sharing(path, &app, sharing)?;
         coordinator.set_write_delay(write_delay);
         return Ok(Target {
             coordinator: Box::new(coordinator),

@@ -112,7 +112,17 @@ fn sixteen_processes_times_100_000_ids_are_all_unique() {
 fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
     let dir = temp_dir("crash");
     let app = "crash";
-    let temp_file = dir.join(app).join("worker-0.state.tmp");
+    // Each write goes to a temporary file of its own: worker-0.state.tmp.PID.SEQ.
+    let temp_exists = || {
+        fs::read_dir(dir.join(app)).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("worker-0.state.tmp.")
+            })
+        })
+    };
     let state_file = dir.join(app).join("worker-0.state");
     // A slow state write (test hook) and a short reservation: writes happen all the time.
     let slow = format!(
@@ -130,12 +140,12 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
         // Run long enough that a restart with the clock 1 s back lands in this run's times.
         std::thread::sleep(Duration::from_millis(1500));
         let started = Instant::now();
-        while !temp_file.exists() && started.elapsed() < Duration::from_secs(5) {
+        while !temp_exists() && started.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(2));
         }
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        if temp_file.exists() {
+        if temp_exists() {
             killed_mid_write = true;
             break;
         }
@@ -312,7 +322,16 @@ fn after_a_fork_the_child_refuses_and_leaves_the_parents_lock_alone() {
 fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
     let dir = temp_dir("wait");
     let uri = uri(&dir, "w");
-    let layout = Layout::TWITTER; // no clock-sequence bits: nothing to switch to
+    // No clock-sequence bits (nothing to switch to) and one worker id (no other to prefer).
+    let layout = Layout::new(
+        &[
+            (clockflake::Field::Timestamp, 41),
+            (clockflake::Field::Sequence, 12),
+        ],
+        1,
+        Layout::TWITTER.epoch_ms(),
+    )
+    .unwrap();
     let ahead = |ms: u64| LeaseOptions {
         clock: Some(Arc::new(move || wall_ms() + ms)),
         ..LeaseOptions::default()
