@@ -12,7 +12,7 @@ use clockflake::{Error, Layout, State, MAX_CLOCK_SEQS};
 use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls, Row};
 
-use crate::coordinator::{Coordinator, Grant};
+use crate::coordinator::{ready_at_ms, Coordinator, Grant};
 use crate::LeaseError;
 
 /// The table, created if missing (`{table}` is replaced by the `table=` parameter,
@@ -224,7 +224,7 @@ impl Coordinator for PostgresCoordinator {
         self.describe.clone()
     }
 
-    fn acquire(&mut self, layout: &Layout, _now_ms: u64) -> Result<Grant, LeaseError> {
+    fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {
         if self.held.is_some() {
             return Err(self.unavailable("this coordinator already holds a lease"));
         }
@@ -232,21 +232,57 @@ impl Coordinator for PostgresCoordinator {
         let (app, owner) = (self.app.clone(), self.owner.clone());
         let ttl_s = self.ttl.as_secs_f64();
         let max = i32::try_from(layout.max_worker_id()).unwrap_or(i32::MAX);
-        // One statement: pick the lowest free row nobody else is taking right now (SKIP
-        // LOCKED), and take it only if it is still free when locked.
-        let rows = self.with_client(|client, table| {
+        const FREE: &str = "(owner IS NULL OR expires_at IS NULL OR expires_at <= now())";
+        // How many free rows are read to find one whose record is usable at once.
+        const CANDIDATES: usize = 256;
+        // The lowest free rows and their records: those usable at `now_ms` first (lowest
+        // worker id first), then the others by when they become usable. A record that cannot
+        // be read keeps its place among the usable ones, to be refused as before.
+        let listed = self.with_client(|client, table| {
             client.query(
                 &format!(
+                    "SELECT worker_id, layout_fingerprint, clock_seq, high_water_ms FROM {table} \
+                     WHERE app = $1 AND worker_id <= $2 AND {FREE} \
+                     ORDER BY worker_id LIMIT {CANDIDATES}"
+                ),
+                &[&app, &max],
+            )
+        })?;
+        let mut candidates: Vec<(u64, i32)> = listed
+            .iter()
+            .map(|row| {
+                let worker: i32 = row.get("worker_id");
+                let state = self.state_of(row, u64::try_from(worker).unwrap_or(0));
+                let ready_at = state.map_or(0, |state| ready_at_ms(layout, state.as_ref(), now_ms));
+                (ready_at, worker)
+            })
+            .collect();
+        candidates.sort_by_key(|&(ready_at, _)| ready_at); // stable: worker order within
+        let order: Vec<i32> = candidates.into_iter().map(|(_, worker)| worker).collect();
+        // One statement: the first candidate nobody else is taking right now (SKIP LOCKED),
+        // taken only if it is still free when locked. If every candidate went to others
+        // meanwhile, the lowest free row, as one statement too.
+        let rows = self.with_client(|client, table| {
+            let grant = |filter: &str, order: &str| {
+                format!(
                     "UPDATE {table} SET owner = $2, epoch = epoch + 1, \
                          expires_at = now() + $3::float8 * interval '1 second', updated_at = now() \
                      WHERE app = $1 AND worker_id = ( \
-                         SELECT worker_id FROM {table} \
-                         WHERE app = $1 AND worker_id <= $4 \
-                           AND (owner IS NULL OR expires_at IS NULL OR expires_at <= now()) \
-                         ORDER BY worker_id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-                       AND (owner IS NULL OR expires_at IS NULL OR expires_at <= now()) \
+                         SELECT worker_id FROM {table} WHERE app = $1 AND {filter} AND {FREE} \
+                         ORDER BY {order} LIMIT 1 FOR UPDATE SKIP LOCKED) \
+                       AND {FREE} \
                      RETURNING worker_id, epoch, layout_fingerprint, clock_seq, high_water_ms"
-                ),
+                )
+            };
+            let preferred = client.query(
+                &grant("worker_id = ANY($4)", "array_position($4, worker_id)"),
+                &[&app, &owner, &ttl_s, &order],
+            )?;
+            if !preferred.is_empty() {
+                return Ok(preferred);
+            }
+            client.query(
+                &grant("worker_id <= $4", "worker_id"),
                 &[&app, &owner, &ttl_s, &max],
             )
         })?;

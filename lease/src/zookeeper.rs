@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use clockflake::{Error, Layout, State};
 use zookeeper_client as zk;
 
-use crate::coordinator::Grant;
+use crate::coordinator::{ready_at_ms, Grant};
 use crate::uri::invalid;
 use crate::{record, Coordinator, LeaseError};
 
@@ -646,12 +646,58 @@ impl ZooKeeperCoordinator {
         }
     }
 
-    /// Claims a worker id (its ephemeral node created by our session).
-    fn claim(&self, workers: u64) -> Result<u64, LeaseError> {
+    /// From when (wall ms) a holder starting at `now_ms` could issue ids under the records the
+    /// `servers` nodes at `paths` hold (0: at once), for preferring usable worker ids. Read
+    /// without holding the worker id, so only a hint: [`ZooKeeperCoordinator::adopt`] reads
+    /// them again once it is ours. A record that cannot be read counts as usable, so that
+    /// start-up takes it in its turn and refuses it there, as it always did.
+    fn ready_at(
+        &self,
+        paths: Vec<String>,
+        layout: &Layout,
+        now_ms: u64,
+    ) -> Result<u64, LeaseError> {
+        let mut merged: Option<State> = None;
+        for path in paths {
+            let data = match self.call(|client| async move { client.get_data(&path).await }) {
+                Ok((data, _)) => data,
+                Err(Fault::Zk(zk::Error::NoNode)) => continue,
+                Err(fault) => return Err(self.unavailable(fault)),
+            };
+            if data.is_empty() {
+                continue;
+            }
+            let Ok(state) = record::decode(&data) else {
+                return Ok(0);
+            };
+            merged = Some(match merged {
+                None => state,
+                Some(mut acc) => {
+                    for (slot, mark) in acc.high_water_ms.iter_mut().zip(state.high_water_ms) {
+                        *slot = (*slot).max(mark);
+                    }
+                    acc
+                }
+            });
+        }
+        Ok(ready_at_ms(layout, merged.as_ref(), now_ms))
+    }
+
+    /// Claims a worker id (its ephemeral node created by our session): the first candidate
+    /// (in the order of the type's docs) whose record can be used at `now_ms`; if none can,
+    /// the one usable first.
+    fn claim(&self, layout: &Layout, now_ms: u64) -> Result<u64, LeaseError> {
+        let workers = layout.max_worker_id().saturating_add(1);
         if let Some(worker) = self.read_cache(workers) {
             let own = format!("{}/{}_{worker}", self.servers_dir(), self.identity);
-            let exists = self.call(|client| async move { client.check_stat(&own).await });
-            if matches!(exists, Ok(Some(_))) && self.try_claim(worker)? {
+            let exists = {
+                let own = own.clone();
+                self.call(|client| async move { client.check_stat(&own).await })
+            };
+            if matches!(exists, Ok(Some(_)))
+                && self.ready_at(vec![own], layout, now_ms)? == 0
+                && self.try_claim(worker)?
+            {
                 return Ok(worker);
             }
         }
@@ -665,33 +711,48 @@ impl ZooKeeperCoordinator {
                 .iter()
                 .filter(|n| n.identity == self.identity)
                 .map(|n| n.worker)
+                .filter(|w| !in_use.contains(w))
                 .collect();
             own.sort_unstable();
             own.dedup();
-            for &worker in own.iter().filter(|w| !in_use.contains(w)) {
-                if self.try_claim(worker)? {
-                    return Ok(worker);
-                }
-            }
-            // 2. The smallest worker ids no `servers` node names.
+            // 2. The smallest worker ids no `servers` node names (never used: usable at once).
             let named: HashSet<u64> = servers.iter().map(|n| n.worker).collect();
-            let fresh = (0..workers)
+            let fresh: Vec<u64> = (0..workers)
                 .filter(|w| !named.contains(w) && !in_use.contains(w))
-                .take(FRESH_PER_ROUND);
+                .take(FRESH_PER_ROUND)
+                .collect();
+            // 3. Every id has a node: take over one not in use, least recently used first.
+            let takeover = if fresh.is_empty() {
+                self.takeover_order(&servers, &in_use)?
+            } else {
+                Vec::new()
+            };
+            let candidates = own.iter().chain(&fresh).chain(&takeover).copied();
+            let mut later: Vec<(u64, u64)> = Vec::new();
             let mut tried = false;
-            for worker in fresh {
+            for worker in candidates {
                 tried = true;
-                if self.try_claim(worker)? {
+                let ready_at = if fresh.contains(&worker) {
+                    0
+                } else {
+                    let paths = servers
+                        .iter()
+                        .filter(|n| n.worker == worker)
+                        .map(|n| format!("{}/{}", self.servers_dir(), n.name))
+                        .collect();
+                    self.ready_at(paths, layout, now_ms)?
+                };
+                if ready_at > 0 {
+                    later.push((ready_at, worker));
+                } else if self.try_claim(worker)? {
                     return Ok(worker);
                 }
             }
-            // 3. Every id has a node: take over one not in use, least recently used first.
-            if !tried {
-                for worker in self.takeover_order(&servers, &in_use)? {
-                    tried = true;
-                    if self.try_claim(worker)? {
-                        return Ok(worker);
-                    }
+            // None usable at once: the one usable first.
+            later.sort_unstable();
+            for (_, worker) in later {
+                if self.try_claim(worker)? {
+                    return Ok(worker);
                 }
             }
             if !tried && (0..workers).all(|w| in_use.contains(&w)) {
@@ -876,13 +937,12 @@ impl Coordinator for ZooKeeperCoordinator {
         self.describe.clone()
     }
 
-    fn acquire(&mut self, layout: &Layout, _now_ms: u64) -> Result<Grant, LeaseError> {
+    fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {
         // Start-up always runs on a new session: a lost one is never revived.
         self.close_session();
-        let workers = layout.max_worker_id().saturating_add(1);
         self.connect()?;
         let result = self.ensure_dirs().and_then(|()| {
-            let worker = self.claim(workers)?;
+            let worker = self.claim(layout, now_ms)?;
             let state = self.adopt(worker)?;
             Ok((worker, state))
         });
