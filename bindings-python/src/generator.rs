@@ -531,6 +531,47 @@ impl PyGenerator {
         }
     }
 
+    /// Counters for metrics, as a dict: `worker_id`, `state` ("active", "lost", "closed" or
+    /// "forked"), `leased`, and for a leased generator `renewals`, `renewal_failures`,
+    /// `clock_steps_back`, `clock_seq_switches`, `waits`, `wait_us`, `deadline_in_ms` (None:
+    /// the lease never expires) and `reserved_until_ms` (0 for a fixed worker id). Counted on
+    /// slow paths only; reading them never leases or waits.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = PyDict::new(py);
+        match &self.inner {
+            Inner::Static(gen) => {
+                let mine = self.fork_generation.load(Ordering::Relaxed);
+                let state = if mine == CLOSED {
+                    "closed"
+                } else if mine != fork::generation() {
+                    "forked"
+                } else {
+                    "active"
+                };
+                unleased_stats(&stats, Some(gen.worker_id()), state, false)?;
+            }
+            Inner::Leased(leased) => match leased.lease_if_current() {
+                Some(lease) => {
+                    let figures = lease.stats();
+                    stats.set_item("worker_id", figures.worker_id)?;
+                    stats.set_item("state", figures.state)?;
+                    stats.set_item("leased", true)?;
+                    stats.set_item("renewals", figures.renewals)?;
+                    stats.set_item("renewal_failures", figures.renewal_failures)?;
+                    stats.set_item("clock_steps_back", figures.clock_steps_back)?;
+                    stats.set_item("clock_seq_switches", figures.clock_seq_switches)?;
+                    stats.set_item("waits", figures.waits)?;
+                    stats.set_item("wait_us", figures.wait_us)?;
+                    stats.set_item("deadline_in_ms", figures.deadline_in_ms)?;
+                    stats.set_item("reserved_until_ms", figures.reserved_until_ms)?;
+                }
+                // A forked child that has not leased its own worker id yet.
+                None => unleased_stats(&stats, None, "forked", true)?,
+            },
+        }
+        Ok(stats)
+    }
+
     /// The coordinator of a leased generator (its URI without password), else None.
     #[getter]
     fn coordinator(&self) -> Option<String> {
@@ -665,4 +706,28 @@ fn state_arg(value: &Bound<'_, PyAny>, layout: &Layout) -> Result<State, Refusal
         clock_seq,
         high_water_ms,
     })
+}
+
+/// `stats()` of a generator without a lease of its own in this process: no counters move.
+fn unleased_stats(
+    stats: &Bound<'_, PyDict>,
+    worker_id: Option<u64>,
+    state: &str,
+    leased: bool,
+) -> PyResult<()> {
+    stats.set_item("worker_id", worker_id)?;
+    stats.set_item("state", state)?;
+    stats.set_item("leased", leased)?;
+    for counter in [
+        "renewals",
+        "renewal_failures",
+        "clock_steps_back",
+        "clock_seq_switches",
+        "waits",
+        "wait_us",
+        "reserved_until_ms",
+    ] {
+        stats.set_item(counter, 0)?;
+    }
+    stats.set_item("deadline_in_ms", None::<u64>)
 }

@@ -68,6 +68,8 @@ fn worth_waiting(error: &LeaseError) -> bool {
                         | clockflake::Error::ClockSequenceExhausted { .. }
                 )
         }
+        // A renewal the renewal thread has not persisted yet: `next_id` waits a few ms for it.
+        LeaseError::RenewalLate { .. } => true,
         _ => false,
     }
 }
@@ -184,14 +186,20 @@ impl Leased {
 
     /// The worker id for `repr()`: never leases; `None` in a child that has not leased yet.
     pub fn worker_id_if_current(&self) -> Option<u64> {
+        self.lease_if_current().map(|lease| lease.worker_id())
+    }
+
+    /// The lease this process holds, if any: never leases (in a forked child that has not
+    /// leased yet, `None`).
+    pub fn lease_if_current(&self) -> Option<Arc<LeasedGenerator>> {
         let generation = fork_generation();
         if generation == self.generation {
-            return self.original.as_ref().map(|lease| lease.worker_id());
+            return self.original.clone();
         }
         read(&self.relet)
             .as_ref()
             .filter(|slot| slot.generation == generation)
-            .map(|slot| slot.lease.worker_id())
+            .map(|slot| Arc::clone(&slot.lease))
     }
 
     pub fn coordinator(&self) -> String {

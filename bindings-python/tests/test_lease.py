@@ -621,3 +621,23 @@ def test_zookeeper_forked_child(tmp_path: Path) -> None:
     # The connect limit is the 2 s session timeout + 2 s: a refusal well before it was not a timeout.
     assert report["seconds"] < 3.0, "refused at once, not after a connect timeout"
     assert worker == gen_worker_before_fork
+
+
+def test_stats_of_a_leased_and_a_fixed_generator(tmp_path: Path) -> None:
+    with Generator.open(f"file://{tmp_path}?app=stats") as gen:
+        now = int(time.time() * 1000)
+        gen.next_id_at(now)
+        gen.next_id_at(now - 5000)  # back 5 s: a new clock sequence, persisted first
+        stats = gen.stats()
+        assert stats["leased"] is True and stats["state"] == "active"
+        assert stats["worker_id"] == gen.worker_id
+        assert stats["renewals"] >= 2 and stats["clock_seq_switches"] == 1
+        assert stats["deadline_in_ms"] is None  # file:// leases do not expire
+        assert stats["reserved_until_ms"] > now
+    assert gen.stats()["state"] == "closed"
+    fixed = Generator(worker_id=3)
+    assert fixed.stats() == {
+        "worker_id": 3, "state": "active", "leased": False, "renewals": 0, "renewal_failures": 0,
+        "clock_steps_back": 0, "clock_seq_switches": 0, "waits": 0, "wait_us": 0,
+        "deadline_in_ms": None, "reserved_until_ms": 0,
+    }

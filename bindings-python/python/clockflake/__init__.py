@@ -51,6 +51,7 @@ from clockflake._errors import (
 )
 from clockflake._types import (
     GeneratorState,
+    GeneratorStats,
     LayoutArg,
     LayoutField,
     LayoutInfo,
@@ -67,6 +68,7 @@ __all__ = [
     "describe_layout",
     "layouts",
     "GeneratorState",
+    "GeneratorStats",
     "LayoutArg",
     "LayoutField",
     "LayoutInfo",

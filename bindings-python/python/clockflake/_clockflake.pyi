@@ -5,7 +5,7 @@ from datetime import datetime as _datetime
 from types import TracebackType
 from typing import Literal, final
 
-from clockflake._types import GeneratorState, LayoutArg, LayoutInfo
+from clockflake._types import GeneratorState, GeneratorStats, LayoutArg, LayoutInfo
 
 __all__ = [
     "Generator",
@@ -99,6 +99,7 @@ class Generator:
     ) -> Literal[False]: ...
     @property
     def worker_id(self) -> int: ...
+    def stats(self) -> GeneratorStats: ...
     @property
     def coordinator(self) -> str | None: ...
     @property

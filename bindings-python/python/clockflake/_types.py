@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypedDict, Union
+from typing import Literal, TypedDict, Union
 
 
 class LayoutField(TypedDict):
@@ -43,6 +43,22 @@ class GeneratorState(TypedDict):
     worker_id: int
     clock_seq: int
     high_water_ms: list[int | None]
+
+
+class GeneratorStats(TypedDict):
+    """What ``Generator.stats()`` returns: counters for metrics (slow paths only)."""
+
+    worker_id: int | None
+    state: Literal["active", "lost", "closed", "forked"]
+    leased: bool
+    renewals: int
+    renewal_failures: int
+    clock_steps_back: int
+    clock_seq_switches: int
+    waits: int
+    wait_us: int
+    deadline_in_ms: int | None
+    reserved_until_ms: int
 
 
 LayoutArg = Union[str, LayoutSpec, LayoutInfo, None]
