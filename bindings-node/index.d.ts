@@ -52,6 +52,29 @@ export interface GeneratorOptions {
   clock?: () => number;
 }
 
+/** What `Generator#stats()` returns: counters for metrics. */
+export interface GeneratorStats {
+  /** The worker id (for a leased generator, the leased one). */
+  workerId: number;
+  state: 'active' | 'lost' | 'closed' | 'forked';
+  leased: boolean;
+  /** Successful renewals of the lease and its reservation (the first, at open, included). */
+  renewals: number;
+  /** Renewals that failed (ids go on until the deadline). */
+  renewalFailures: number;
+  /** Times the wall clock was found more than 1 s behind and the generator followed it back. */
+  clockStepsBack: number;
+  /** Reservations persisted for a new clock sequence (after the time went back). */
+  clockSeqSwitches: number;
+  /** Waits of id calls (clock, full tick, handover, renewal thread) and their total time. */
+  waits: number;
+  waitUs: number;
+  /** Ms to the lease deadline; `null` when the lease never expires (or no lease). */
+  deadlineInMs: number | null;
+  /** Unix ms up to which the persisted reservation lets ids be issued (0: none). */
+  reservedUntilMs: number;
+}
+
 /** Options of `Generator.resume`: the constructor's without `workerId` (it comes from the state). */
 export type ResumeOptions = Omit<GeneratorOptions, 'workerId'>;
 
@@ -150,6 +173,8 @@ export declare class Generator implements Disposable {
   readonly isActive: boolean;
   /** A leased generator's coordinator (`file:///...?app=...`, never a password), else `null`. */
   readonly coordinator: string | null;
+  /** Counters for metrics (slow paths only; reading them never waits). */
+  stats(): GeneratorStats;
   /**
    * Ms left before the lease deadline if no renewal succeeds meanwhile (0 once lost or closed);
    * `null` for a `file://` lease (held until the process ends) and for a fixed worker id.

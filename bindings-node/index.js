@@ -521,6 +521,34 @@ class Generator {
     return this.#lease === null ? null : native.leasedRemainingMs(this.#lease);
   }
 
+  /**
+   * Counters for metrics: `workerId`, `state` ('active', 'lost', 'closed' or 'forked'),
+   * `leased`, and for a leased generator renewals and their failures, clock steps back,
+   * clock-sequence switches, waits and their time (µs), ms to the lease deadline (null: never
+   * expires) and the reservation (Unix ms; 0 for a fixed worker id). Counted on slow paths
+   * only; reading them never waits.
+   */
+  stats() {
+    if (this.#lease !== null) {
+      const stats = native.leasedStats(this.#lease);
+      // napi leaves out an absent Option: null, as the .d.ts says.
+      return { ...stats, leased: true, deadlineInMs: stats.deadlineInMs ?? null };
+    }
+    return {
+      workerId: this.workerId,
+      state: this.#closed ? 'closed' : 'active',
+      leased: false,
+      renewals: 0,
+      renewalFailures: 0,
+      clockStepsBack: 0,
+      clockSeqSwitches: 0,
+      waits: 0,
+      waitUs: 0,
+      deadlineInMs: null,
+      reservedUntilMs: 0,
+    };
+  }
+
   /** The coordinator of a leased generator (`file:///...?app=...`, no password), or null. */
   get coordinator() {
     return this.#lease === null ? null : native.leasedCoordinator(this.#lease);

@@ -627,6 +627,39 @@ pub fn leased_worker_id(generator: &External<LeasedGenerator>) -> f64 {
     number(generator.worker_id())
 }
 
+/// A leased generator's slow-path counters, for metrics (`stats()` in JS).
+#[napi(object, object_from_js = false)]
+pub struct LeaseStatsOut {
+    pub worker_id: f64,
+    pub state: String,
+    pub renewals: f64,
+    pub renewal_failures: f64,
+    pub clock_steps_back: f64,
+    pub clock_seq_switches: f64,
+    pub waits: f64,
+    pub wait_us: f64,
+    pub deadline_in_ms: Option<f64>,
+    pub reserved_until_ms: f64,
+}
+
+/// The counters of a leased generator (never waits, never leases).
+#[napi(catch_unwind)]
+pub fn leased_stats(generator: &External<LeasedGenerator>) -> LeaseStatsOut {
+    let stats = generator.stats();
+    LeaseStatsOut {
+        worker_id: number(stats.worker_id),
+        state: stats.state.to_owned(),
+        renewals: number(stats.renewals),
+        renewal_failures: number(stats.renewal_failures),
+        clock_steps_back: number(stats.clock_steps_back),
+        clock_seq_switches: number(stats.clock_seq_switches),
+        waits: number(stats.waits),
+        wait_us: number(stats.wait_us),
+        deadline_in_ms: stats.deadline_in_ms.map(number),
+        reserved_until_ms: number(stats.reserved_until_ms),
+    }
+}
+
 /// Whether the generator can still issue ids (not lost, not closed).
 #[napi(catch_unwind)]
 pub fn leased_is_active(generator: &External<LeasedGenerator>) -> bool {

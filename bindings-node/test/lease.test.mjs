@@ -377,3 +377,30 @@ test('leased: an idle block is dropped, so a clock stepping back to its tick lat
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('stats(): a leased generator counts renewals and clock-sequence switches; a fixed one reports zeros', () => {
+  const dir = tempDir();
+  try {
+    const gen = Generator.open(`file://${dir}?app=stats`);
+    const now = Date.now();
+    gen.nextIdAt(now);
+    gen.nextIdAt(now - 5000); // back 5 s: a new clock sequence, persisted before the id
+    const stats = gen.stats();
+    assert.equal(stats.leased, true);
+    assert.equal(stats.state, 'active');
+    assert.equal(stats.workerId, gen.workerId);
+    assert.ok(stats.renewals >= 2, JSON.stringify(stats));
+    assert.equal(stats.clockSeqSwitches, 1);
+    assert.equal(stats.deadlineInMs, null);
+    assert.ok(stats.reservedUntilMs > now);
+    gen.close();
+    assert.equal(gen.stats().state, 'closed');
+    const fixed = new Generator({ workerId: 3 });
+    assert.deepEqual(fixed.stats(), {
+      workerId: 3, state: 'active', leased: false, renewals: 0, renewalFailures: 0,
+      clockStepsBack: 0, clockSeqSwitches: 0, waits: 0, waitUs: 0, deadlineInMs: null, reservedUntilMs: 0,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
