@@ -47,6 +47,14 @@ pub trait Coordinator: Send {
     /// Fails with `LEASE_LOST` when the lease is gone: the caller must stop at once.
     fn renew(&mut self, state: &State) -> Result<(), LeaseError>;
 
+    /// A cheap local check, without I/O to a server, that the lease is still held (the
+    /// renewal thread calls it on every wake, about ten times a second, between renewals).
+    /// Fails with `LEASE_LOST` when it is not: the file coordinator checks that its lock
+    /// file is still the one at the path. The default finds nothing wrong.
+    fn check(&mut self) -> Result<(), LeaseError> {
+        Ok(())
+    }
+
     /// Stores `state` (if given) and gives the worker id back.
     fn release(&mut self, state: Option<&State>) -> Result<(), LeaseError>;
 

@@ -478,6 +478,13 @@ impl Coordinator for FileCoordinator {
         }
     }
 
+    fn check(&mut self) -> Result<(), LeaseError> {
+        match &self.held {
+            Some((worker_id, file)) => self.verify(*worker_id, file),
+            None => Err(LeaseError::lost("this coordinator holds no lease")),
+        }
+    }
+
     fn release(&mut self, state: Option<&State>) -> Result<(), LeaseError> {
         let Some((worker_id, file)) = self.held.take() else {
             return Ok(());

@@ -1230,6 +1230,11 @@ fn renew_loop(shared: &Shared) {
                 || wanted > reserved
                 || shared.gen.state().clock_seq != control.reserved_cs);
         if !due {
+            // Between renewals, the coordinator's own cheap check (a lock file removed).
+            if let Err(LeaseError::LeaseLost { reason }) = control.coordinator.check() {
+                shared.lose(reason);
+                return;
+            }
             continue;
         }
         match shared.renew_locked(&mut control, wall.max(wanted)) {

@@ -9,8 +9,10 @@
 //! | `zookeeper://zk1:2181,zk2:2181/snowflake/orders?ttl=10s` | many hosts: persistent `servers/<ip:port>_<worker>` nodes keep a server's worker id, ephemeral `instances/<worker>` nodes mark it in use ([`ZooKeeperCoordinator`]) |
 //!
 //! Parameters: `app` (namespace, default `default`); `file://`: `reserve` (how far ahead the
-//! state is persisted, default `1s`); `postgres://`: `ttl` (default `10s`), `table` (default
-//! `clockflake_leases`), and any parameter of the `postgres` crate (`sslmode`, ...).
+//! state is persisted, default `1s`) and `mode` (`private`, the default: directories 0700 and
+//! files 0600, a pool directory writable by others refused; `group`: 0770/0660 for a shared
+//! group); `postgres://`: `ttl` (default `10s`), `table` (default `clockflake_leases`), and
+//! any parameter of the `postgres` crate (`sslmode`, ...).
 //!
 //! ```no_run
 //! use clockflake::Layout;

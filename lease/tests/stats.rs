@@ -44,3 +44,26 @@ fn stats_count_renewals_clock_sequence_switches_and_the_lifecycle() {
     assert_eq!(closed.reserved_until_ms, 0);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_removed_lock_file_stops_the_holder_between_renewals() {
+    let dir = temp_dir("lock-check");
+    // A long reservation: the next renewal is seconds away, so only the cheap check between
+    // renewals can notice the removal within the 2 s this test allows.
+    let uri = format!("file://{}?app=check&reserve=20s", dir.display());
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    std::fs::remove_file(dir.join("check").join("worker-0.lock")).unwrap();
+    let started = std::time::Instant::now();
+    while gen.is_active() && started.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        !gen.is_active(),
+        "still active {:?} after the removal",
+        started.elapsed()
+    );
+    assert_eq!(gen.next_id().unwrap_err().code(), "LEASE_LOST");
+    assert_eq!(gen.stats().state, "lost");
+    let _ = std::fs::remove_dir_all(dir);
+}
