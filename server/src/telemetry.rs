@@ -69,7 +69,7 @@ impl Telemetry {
         );
         describe_gauge!(
             "clockflake_lease_deadline_seconds",
-            "Time to the lease deadline (+Inf: never expires; 0: passed or none held)"
+            "Time to the lease deadline (-1: never expires; 0: passed or none held)"
         );
         describe_counter!("clockflake_leases_total", "Leases taken by this process");
         describe_counter!(
@@ -131,7 +131,7 @@ impl Telemetry {
         gauge!("clockflake_lease_worker_id").set(snapshot.worker_id.map_or(-1.0, |id| id as f64));
         let deadline = match (&snapshot.stats, snapshot.deadline_in_ms) {
             (Some(_), Some(ms)) => ms as f64 / 1000.0,
-            (Some(_), None) => f64::INFINITY,
+            (Some(_), None) => -1.0,
             (None, _) => 0.0,
         };
         gauge!("clockflake_lease_deadline_seconds").set(deadline);

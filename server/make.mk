@@ -1,0 +1,67 @@
+# clockflake-server: the id service over HTTP (issue 14). Included by the top Makefile.
+#   make demo-server    start the server on a temp file:// directory and a loopback port,
+#                       fetch a few ids with curl, stop it (part of `make demo`)
+#   make serve-ids      run it by hand: SERVE_LEASE=... SERVE_LISTEN=... (Ctrl-C stops it)
+#   make test-server    lint, then the HTTP API end to end (file://), three servers on one
+#                       PostgreSQL and on one ZooKeeper under oha load with one frozen past its
+#                       TTL, and SIGTERM under load; PostgreSQL and ZooKeeper are throwaway
+#                       servers in temp dirs, always stopped
+#   make bench-server   oha against a release build on loopback (BENCHMARKS.md, "## Server")
+
+SERVER_PG := $(ROOT)/scripts/postgres.sh
+SERVER_ZK := $(ROOT)/scripts/zookeeper.sh
+SERVER_BIN := $(ROOT)/target/debug/clockflake-server
+SERVE_LEASE ?= file://$(ROOT)/target/serve-ids?app=default
+SERVE_LISTEN ?= 127.0.0.1:8080
+
+.PHONY: demo-server serve-ids test-server lint-server bench-server setup-oha setup-curl
+
+# The load generator (crates.io); idempotent.
+setup-oha:
+	@command -v oha >/dev/null 2>&1 || [ -x "$$HOME/.cargo/bin/oha" ] \
+	  || $(CARGO) install --locked oha
+
+setup-curl:
+	@command -v curl >/dev/null 2>&1 || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null; }
+
+demo-server: setup-rust setup-curl
+	$(CARGO) build -q -p clockflake-server
+	@dir=$$(mktemp -d /tmp/clockflake-server-demo.XXXXXX); out=$$dir/stdout; \
+	$(SERVER_BIN) --lease "file://$$dir/leases?app=demo" --listen 127.0.0.1:0 >$$out 2>$$dir/log & \
+	pid=$$!; trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf '"$$dir" EXIT; \
+	for _ in $$(seq 100); do grep -q listening $$out && break; sleep 0.1; done; \
+	base=$$(sed -n 's/.*listening on //p' $$out); \
+	echo "clockflake-server on $$base (lease file://$$dir/leases?app=demo)"; \
+	echo "GET /v1/id"; curl -sS "$$base/v1/id"; echo; \
+	echo "GET /v1/ids?count=3 (Accept: text/plain)"; curl -sS -H 'Accept: text/plain' "$$base/v1/ids?count=3"; \
+	id=$$(curl -sS -H 'Accept: text/plain' "$$base/v1/id"); \
+	echo "GET /v1/decode/$$id"; curl -sS "$$base/v1/decode/$$id"; echo; \
+	echo "GET /readyz"; curl -sS "$$base/readyz"; echo; \
+	kill -TERM $$pid; wait $$pid; echo "stopped (SIGTERM): lease closed"
+
+serve-ids: setup-rust
+	$(CARGO) run -q -p clockflake-server -- --lease "$(SERVE_LEASE)" --listen "$(SERVE_LISTEN)"
+
+lint-server: setup-rust
+	$(CARGO) fmt -p clockflake-server --check
+	$(CARGO) clippy -p clockflake-server --no-deps --all-targets -- -D warnings
+
+test-server: lint-server setup-oha
+	$(CARGO) build -q -p clockflake-server --tests --bins
+	export CLOCKFLAKE_SERVER_REQUIRED=1 PATH="$$PATH:$$HOME/.cargo/bin"; \
+	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-server-pg.XXXXXX); \
+	export CLOCKFLAKE_ZK_DIR=$$(mktemp -d /tmp/clockflake-server-zk.XXXXXX); \
+	trap '$(SERVER_PG) stop; $(SERVER_ZK) stop' EXIT; \
+	$(SERVER_PG) start; \
+	export CLOCKFLAKE_PG_URL=$$($(SERVER_PG) url); \
+	export CLOCKFLAKE_ZK_URL=$$($(SERVER_ZK) start); \
+	$(CARGO) test -p clockflake-server -- --test-threads 1 --nocapture
+
+bench-server: setup-rust setup-oha
+	$(CARGO) build -q --release -p clockflake-server
+	PATH="$$PATH:$$HOME/.cargo/bin" $(PYTHON) server/bench.py $(ROOT)/target/release/clockflake-server
+
+DEMO_TARGETS += demo-server
+TEST_TARGETS += test-server
+BENCH_TARGETS += bench-server

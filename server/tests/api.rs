@@ -1,0 +1,520 @@
+//! The HTTP API end to end: the built binary on a `file://` lease in a temp dir, a real HTTP
+//! client, every error path, and a fuzz of query strings and bodies that must never crash it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashSet;
+
+use clockflake::{Layout, PublicIds};
+use common::{get, ids_of, raw, raw_status, send, Rng, Server};
+
+const KEY_HEX: &str = "000102030405060708090a0b0c0d0e0f";
+const OLD_KEY_HEX: &str = "f0e0d0c0b0a090807060504030201000";
+
+fn file_lease(name: &str) -> String {
+    format!("file://{}?app=api", common::temp_dir(name).display())
+}
+
+#[test]
+fn ids_json_and_text() {
+    let server = Server::start(&file_lease("ids"), &[], &[]);
+    let one = get(&server.url("/v1/id"));
+    assert_eq!(one.status, 200);
+    assert_eq!(one.headers["content-type"], "application/json");
+    let first: u64 = one.json()["id"].as_str().unwrap().parse().unwrap();
+    let parts = Layout::CLOCKSEQ.decode(first).unwrap();
+    let now = clockflake_lease::wall_ms();
+    assert!(
+        parts.timestamp_ms.abs_diff(now) < 60_000,
+        "{parts:?} at {now}"
+    );
+
+    let text = common::send(
+        common::client()
+            .get(server.url("/v1/id"))
+            .header("accept", "text/plain"),
+    );
+    assert_eq!(text.status, 200);
+    assert!(text.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let second: u64 = text.body.strip_suffix('\n').unwrap().parse().unwrap();
+    assert!(second > first);
+
+    // The documented maximum in one request, strictly increasing after the single ids.
+    let many = get(&server.url("/v1/ids?count=100000"));
+    assert_eq!(many.status, 200);
+    let ids = ids_of(&many.json());
+    assert_eq!(ids.len(), 100_000);
+    assert!(ids[0] > second);
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+
+    let lines = common::send(
+        common::client()
+            .get(server.url("/v1/ids?count=5000"))
+            .header(
+                "accept",
+                "application/xml, text/plain;q=0.9, application/json;q=0.5",
+            ),
+    );
+    assert_eq!(lines.status, 200);
+    let text_ids: Vec<u64> = lines.body.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(text_ids.len(), 5000);
+    assert!(lines.body.ends_with('\n'));
+    assert!(text_ids[0] > ids[ids.len() - 1]);
+    assert!(text_ids.windows(2).all(|pair| pair[0] < pair[1]));
+    let all: HashSet<u64> = ids.iter().chain(&text_ids).copied().collect();
+    assert_eq!(all.len(), 105_000);
+}
+
+#[test]
+fn count_errors() {
+    let server = Server::start(&file_lease("count"), &["--max-count", "1000"], &[]);
+    assert_eq!(get(&server.url("/v1/ids?count=1000")).status, 200);
+    for query in [
+        "",
+        "?",
+        "?count",
+        "?count=",
+        "?count=0",
+        "?count=1001",
+        "?count=-1",
+        "?count=+1",
+        "?count=1.5",
+        "?count=1e3",
+        "?count=%20%31",
+        "?count=0x10",
+        "?count=99999999999999999999999999999999999999",
+        "?count=18446744073709551616",
+        "?count=%FF%FE",
+        "?count=%C3%28",
+        "?count=%",
+        "?count=1&count=2",
+        "?Count=1",
+    ] {
+        let reply = get(&server.url(&format!("/v1/ids{query}")));
+        reply.assert_error(400, "INVALID_ARG_VALUE");
+    }
+    // Unknown parameters are ignored (cache busters).
+    assert_eq!(get(&server.url("/v1/ids?count=2&nonce=abc")).status, 200);
+}
+
+#[test]
+fn decode_route() {
+    let server = Server::start(&file_lease("decode"), &["--layout", "twitter"], &[]);
+    let id = Layout::TWITTER
+        .encode(&clockflake::Parts {
+            timestamp_ms: 1_704_067_200_000,
+            clock_seq: 0,
+            worker_id: 513,
+            sequence: 7,
+        })
+        .unwrap();
+    let body = get(&server.url(&format!("/v1/decode/{id}"))).json();
+    assert_eq!(body["id"], id.to_string());
+    assert_eq!(body["layout"], "twitter");
+    assert_eq!(body["timestampMs"], 1_704_067_200_000u64);
+    assert_eq!(body["time"], "2024-01-01T00:00:00.000Z");
+    assert_eq!(body["workerId"], 513);
+    assert_eq!(body["sequence"], 7);
+    assert_eq!(body["clockSeq"], 0);
+
+    let other = get(&server.url(&format!("/v1/decode/{id}?layout=sonyflake"))).json();
+    assert_eq!(other["layout"], "sonyflake");
+    let expected = Layout::SONYFLAKE.decode(id).unwrap();
+    assert_eq!(other["workerId"], expected.worker_id);
+
+    get(&server.url("/v1/decode/1?layout=nope")).assert_error(400, "UNKNOWN_LAYOUT");
+    get(&server.url("/v1/decode/1?layout=twitter&layout=js53"))
+        .assert_error(400, "INVALID_ARG_VALUE");
+    for bad in [
+        "abc",
+        "-1",
+        "1.0",
+        "%20",
+        "9223372036854775808",
+        "18446744073709551616",
+        "99999999999999999999999",
+        "%FF%FE",
+        "%E2%82%AC",
+    ] {
+        get(&server.url(&format!("/v1/decode/{bad}"))).assert_error(400, "INVALID_ID");
+    }
+    // Above js53's 52 bits.
+    get(&server.url(&format!("/v1/decode/{}?layout=js53", 1u64 << 60)))
+        .assert_error(400, "INVALID_ID");
+    get(&server.url("/v1/decode/")).assert_error(404, "NOT_FOUND");
+    get(&server.url("/v1/decode/1/2")).assert_error(404, "NOT_FOUND");
+}
+
+#[test]
+fn public_ids_configured_and_not() {
+    let plain = Server::start(&file_lease("public-off"), &[], &[]);
+    for path in ["/v1/public/encode", "/v1/public/decode"] {
+        send(common::client().post(plain.url(path)).body(r#"{"id":"1"}"#))
+            .assert_error(501, "PUBLIC_IDS_NOT_CONFIGURED");
+    }
+    drop(plain);
+
+    let keys = format!("2:{KEY_HEX}, 1:{OLD_KEY_HEX}");
+    let server = Server::start(
+        &file_lease("public"),
+        &[],
+        &[("CLOCKFLAKE_PUBLIC_KEY", keys.as_str())],
+    );
+    let codec = PublicIds::new(2, hex(KEY_HEX)).unwrap();
+    let old = PublicIds::new(1, hex(OLD_KEY_HEX)).unwrap();
+    let post = |path: &str, body: &[u8]| {
+        send(
+            common::client()
+                .post(server.url(path))
+                .header("content-type", "application/json")
+                .body(body.to_vec()),
+        )
+    };
+    let encoded = post("/v1/public/encode", br#"{"id":"383188013854781440"}"#).json();
+    let expected = codec.encode_text(383_188_013_854_781_440).unwrap();
+    assert_eq!(encoded["public"], expected.as_str());
+    assert_eq!(encoded["id"], "383188013854781440");
+    let lower = expected.as_str().to_lowercase();
+    let decoded = post(
+        "/v1/public/decode",
+        format!(r#"{{"public":"{lower}"}}"#).as_bytes(),
+    )
+    .json();
+    assert_eq!(decoded["id"], "383188013854781440");
+    // A text form made with the old key still decodes.
+    let old_text = old.encode_text(42).unwrap();
+    let decoded_old = post(
+        "/v1/public/decode",
+        format!(r#"{{"public":"{old_text}"}}"#).as_bytes(),
+    )
+    .json();
+    assert_eq!(decoded_old["id"], "42");
+
+    // Every error path of the two routes.
+    post("/v1/public/encode", b"").assert_error(400, "INVALID_REQUEST");
+    post("/v1/public/encode", b"not json").assert_error(400, "INVALID_REQUEST");
+    post("/v1/public/encode", b"[1]").assert_error(400, "INVALID_REQUEST");
+    post("/v1/public/encode", b"\xff\xfe{").assert_error(400, "INVALID_REQUEST");
+    post("/v1/public/encode", b"{}").assert_error(400, "INVALID_ARG_VALUE");
+    post("/v1/public/encode", br#"{"id":1}"#).assert_error(400, "INVALID_ARG_TYPE");
+    post("/v1/public/encode", br#"{"id":null}"#).assert_error(400, "INVALID_ARG_TYPE");
+    post("/v1/public/encode", br#"{"id":"-1"}"#).assert_error(400, "INVALID_ID");
+    post("/v1/public/encode", br#"{"id":"9223372036854775808"}"#).assert_error(400, "INVALID_ID");
+    post("/v1/public/decode", br#"{"public":"short"}"#).assert_error(400, "INVALID_PUBLIC_ID");
+    let mut typo = expected.as_str().as_bytes().to_vec();
+    typo[5] = if typo[5] == b'A' { b'B' } else { b'A' };
+    post(
+        "/v1/public/decode",
+        format!(r#"{{"public":"{}"}}"#, String::from_utf8(typo).unwrap()).as_bytes(),
+    )
+    .assert_error(400, "INVALID_PUBLIC_ID");
+    let unknown_version = PublicIds::new(7, hex(KEY_HEX))
+        .unwrap()
+        .encode_text(1)
+        .unwrap();
+    post(
+        "/v1/public/decode",
+        format!(r#"{{"public":"{unknown_version}"}}"#).as_bytes(),
+    )
+    .assert_error(400, "UNKNOWN_KEY_VERSION");
+    let big = format!(r#"{{"id":"1","pad":"{}"}}"#, "x".repeat(5000));
+    post("/v1/public/encode", big.as_bytes()).assert_error(413, "PAYLOAD_TOO_LARGE");
+    // A huge body sent raw: 413 (or the connection closed after it), never a crash.
+    let mut request = format!(
+        "POST /v1/public/decode HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        8 << 20
+    )
+    .into_bytes();
+    request.extend(std::iter::repeat_n(b'{', 8 << 20));
+    if let Some(reply) = raw(server.addr, &request) {
+        assert_eq!(raw_status(&reply), 413);
+    }
+    assert_eq!(get(&server.url("/healthz")).status, 200);
+}
+
+fn hex(text: &str) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).unwrap();
+    }
+    key
+}
+
+#[test]
+fn service_routes_and_http_errors() {
+    let server = Server::start(&file_lease("service"), &[], &[]);
+    let health = get(&server.url("/healthz"));
+    assert_eq!(
+        (health.status, health.json()["status"].clone()),
+        (200, "ok".into())
+    );
+
+    let ready = get(&server.url("/readyz"));
+    assert_eq!(ready.status, 200);
+    let ready = ready.json();
+    assert_eq!(ready["ready"], true);
+    assert_eq!(ready["state"], "active");
+    assert_eq!(ready["workerId"], 0);
+    assert_eq!(ready["deadlineInMs"], serde_json::Value::Null);
+    assert_eq!(ready["leases"], 1);
+
+    // The OpenAPI document names every route the server has (and no other).
+    let openapi = get(&server.url("/openapi.json")).json();
+    assert_eq!(openapi["openapi"], "3.1.0");
+    let mut documented: Vec<&str> = openapi["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    documented.sort_unstable();
+    let mut served = vec![
+        "/healthz",
+        "/metrics",
+        "/openapi.json",
+        "/readyz",
+        "/v1/decode/{id}",
+        "/v1/id",
+        "/v1/ids",
+        "/v1/public/decode",
+        "/v1/public/encode",
+    ];
+    served.sort_unstable();
+    assert_eq!(documented, served);
+
+    get(&server.url("/v1/nope")).assert_error(404, "NOT_FOUND");
+    get(&server.url("/")).assert_error(404, "NOT_FOUND");
+    get(&server.url("/bench/constant")).assert_error(404, "NOT_FOUND");
+    let client = common::client();
+    send(client.post(server.url("/v1/id"))).assert_error(405, "METHOD_NOT_ALLOWED");
+    send(client.delete(server.url("/v1/ids?count=1"))).assert_error(405, "METHOD_NOT_ALLOWED");
+    send(client.get(server.url("/v1/public/encode"))).assert_error(405, "METHOD_NOT_ALLOWED");
+    send(client.put(server.url("/metrics"))).assert_error(405, "METHOD_NOT_ALLOWED");
+
+    // Metrics after some traffic: every family the README promises.
+    for _ in 0..3 {
+        get(&server.url("/v1/id"));
+    }
+    get(&server.url("/v1/ids?count=10"));
+    let metrics = get(&server.url("/metrics"));
+    assert_eq!(metrics.status, 200);
+    assert!(metrics.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let text = metrics.body;
+    for needle in [
+        "clockflake_ids_issued_total 13",
+        "clockflake_http_requests_total{route=\"/v1/id\",status=\"200\"} 3",
+        "clockflake_http_requests_total{route=\"/v1/id\",status=\"405\"} 1",
+        "clockflake_http_requests_total{route=\"unmatched\",status=\"404\"}",
+        "clockflake_http_request_duration_seconds_bucket{route=\"/v1/id\",le=\"0.001\"}",
+        "clockflake_ready 1",
+        "clockflake_lease_state{state=\"active\"} 1",
+        "clockflake_lease_state{state=\"lost\"} 0",
+        "clockflake_lease_worker_id 0",
+        "clockflake_lease_deadline_seconds -1",
+        "clockflake_leases_total 1",
+        "clockflake_leases_lost_total 0",
+        "clockflake_lease_renewals_total",
+        "clockflake_lease_renewal_failures_total 0",
+        "clockflake_clock_steps_back_total 0",
+        "clockflake_clock_seq_switches_total 0",
+        "clockflake_generator_waits_total",
+        "clockflake_generator_wait_microseconds_total",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+}
+
+#[test]
+fn bench_constant_route_is_hidden_behind_a_flag() {
+    let server = Server::start(&file_lease("constant"), &["--bench-constant-route"], &[]);
+    assert_eq!(get(&server.url("/bench/constant")).status, 200);
+    let help = std::process::Command::new(common::SERVER)
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(help.contains("CLOCKFLAKE_LEASE") && !help.contains("bench-constant"));
+    assert!(
+        !help.contains("public-key"),
+        "keys are never flags:\n{help}"
+    );
+}
+
+/// A coordinator that cannot be reached: the server starts anyway, unready, and answers
+/// 503 COORDINATOR_UNAVAILABLE with Retry-After; a bad configuration stops it with code 2.
+#[test]
+fn unavailable_coordinator_and_bad_configuration() {
+    let server = Server::start("postgres://postgres@127.0.0.1:1/none?ttl=1s", &[], &[]);
+    let reply = get(&server.url("/v1/id"));
+    let body = reply.assert_error(503, "COORDINATOR_UNAVAILABLE");
+    assert!(!body["message"].as_str().unwrap().contains("password"));
+    get(&server.url("/v1/ids?count=3")).assert_error(503, "COORDINATOR_UNAVAILABLE");
+    // Input errors still win over the missing lease.
+    get(&server.url("/v1/ids?count=0")).assert_error(400, "INVALID_ARG_VALUE");
+    // Decoding needs no lease.
+    assert_eq!(get(&server.url("/v1/decode/1")).status, 200);
+    let (status, ready) = server.readiness();
+    assert_eq!(status, 503);
+    assert_eq!(ready["ready"], false);
+    assert_eq!(ready["state"], "leasing");
+    assert_eq!(ready["lastError"]["code"], "COORDINATOR_UNAVAILABLE");
+    let metrics = get(&server.url("/metrics")).body;
+    assert!(metrics.contains("clockflake_ready 0"), "{metrics}");
+    assert!(
+        metrics.contains("clockflake_lease_state{state=\"leasing\"} 1"),
+        "{metrics}"
+    );
+    drop(server);
+
+    let temp = common::temp_dir("bad-config");
+    let lease = format!("file://{}", temp.display());
+    for (args, env) in [
+        (vec!["--lease", "ftp://example/x"], vec![]),
+        (vec!["--lease", &lease, "--layout", "nope"], vec![]),
+        (vec!["--lease", &lease, "--on-rollback", "sideways"], vec![]),
+        (vec!["--lease", &lease, "--ready-margin", "soon"], vec![]),
+        (vec!["--lease", &lease, "--max-count", "0"], vec![]),
+        (
+            vec!["--lease", &lease],
+            vec![("CLOCKFLAKE_PUBLIC_KEY", "1:zz")],
+        ),
+        (
+            vec!["--lease", &lease],
+            vec![("CLOCKFLAKE_PUBLIC_KEY_FILE", "/nonexistent/key")],
+        ),
+        (vec!["--listen", "127.0.0.1:0"], vec![]),
+        // baidu's timestamp ran out in 2024: it decodes but refuses to generate.
+        (vec!["--lease", &lease, "--layout", "baidu"], vec![]),
+    ] {
+        let output = std::process::Command::new(common::SERVER)
+            .args(&args)
+            .args(["--listen", "127.0.0.1:0"])
+            .env_remove("CLOCKFLAKE_LEASE")
+            .env_remove("CLOCKFLAKE_PUBLIC_KEY")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?} {env:?}: {output:?}"
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("zz"), "key echoed: {stderr}");
+    }
+}
+
+/// Random bytes, huge numbers and broken encodings in the path, query, headers and bodies:
+/// every reply is a well-formed HTTP reply below 500, and the server stays up.
+#[test]
+fn fuzz_never_crashes() {
+    let server = Server::start(
+        &file_lease("fuzz"),
+        &[],
+        &[("CLOCKFLAKE_PUBLIC_KEY", &format!("1:{KEY_HEX}"))],
+    );
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let paths = [
+        "/v1/ids?count=",
+        "/v1/decode/",
+        "/v1/id?",
+        "/v1/decode/1?layout=",
+    ];
+    let pieces: [&[u8]; 14] = [
+        b"%FF",
+        b"%00",
+        b"%",
+        b"%G1",
+        b"-",
+        b"99999999999999999999999",
+        b"18446744073709551615",
+        b"&count=",
+        b"=",
+        b"\xc3\x28",
+        b"\xf0\x9f\x92\xa9",
+        b"%2e%2e/",
+        b"+",
+        b"1",
+    ];
+    let mut answered = 0;
+    for round in 0..400 {
+        let mut target = paths[rng.below(paths.len() as u64) as usize]
+            .as_bytes()
+            .to_vec();
+        for _ in 0..rng.below(6) {
+            if rng.below(3) == 0 {
+                let len = rng.below(12) as usize;
+                target.extend(rng.bytes(len));
+            } else {
+                target.extend_from_slice(pieces[rng.below(pieces.len() as u64) as usize]);
+            }
+        }
+        let (method, body): (&str, Vec<u8>) = match round % 4 {
+            0 | 1 => ("GET", Vec::new()),
+            2 => {
+                target = b"/v1/public/decode".to_vec();
+                let len = rng.below(64) as usize;
+                let mut body = b"{\"public\":\"".to_vec();
+                body.extend(rng.bytes(len));
+                ("POST", body)
+            }
+            _ => {
+                target = b"/v1/public/encode".to_vec();
+                let len = rng.below(2048) as usize;
+                ("POST", rng.bytes(len))
+            }
+        };
+        let mut request = format!("{method} ").into_bytes();
+        request.extend(&target);
+        request.extend_from_slice(
+            format!(
+                " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAccept: {}\r\nContent-Length: {}\r\n\r\n",
+                ["text/plain", "*/*", "application/json;q=x", "\u{1}"][round % 4],
+                body.len()
+            )
+            .as_bytes(),
+        );
+        request.extend(&body);
+        if let Some(reply) = raw(server.addr, &request) {
+            let status = raw_status(&reply);
+            assert!(
+                (200..500).contains(&status),
+                "{status} for {:?}",
+                String::from_utf8_lossy(&request)
+            );
+            answered += 1;
+        } else {
+            eprintln!(
+                "no reply: {:?}",
+                String::from_utf8_lossy(&request[..request.len().min(120)])
+            );
+        }
+    }
+    assert!(answered > 300, "only {answered} replies");
+    // Well-formed requests with hostile values through the real client too.
+    let client = common::client();
+    for _ in 0..100 {
+        let n = rng.next();
+        let signed = n as i64;
+        for url in [
+            format!("/v1/ids?count={n}"),
+            format!("/v1/ids?count={signed}"),
+            format!("/v1/decode/{n}"),
+            format!("/v1/decode/{signed}"),
+        ] {
+            let reply = send(client.get(server.url(&url)));
+            assert!(reply.status < 500, "{url}: {}", reply.body);
+        }
+    }
+    let health = get(&server.url("/healthz"));
+    assert_eq!(health.status, 200);
+    assert_eq!(get(&server.url("/v1/id")).status, 200);
+}
