@@ -30,6 +30,19 @@ pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS {table} (
     PRIMARY KEY (app, worker_id)
 )";
 
+/// Set by the first grant of a row (`epoch` 0, before the grant): an empty state record, so
+/// that from then on NULL columns can only mean marks that were lost (a row reset by hand, a
+/// careless migration), which is refused (`INVALID_STATE`) instead of read as "never used".
+/// (In a `SET` list every column reads its value before the update.)
+fn first_grant_marks() -> String {
+    format!(
+        "layout_fingerprint = CASE WHEN epoch = 0 THEN 0 ELSE layout_fingerprint END, \
+         clock_seq = CASE WHEN epoch = 0 THEN 0 ELSE clock_seq END, \
+         high_water_ms = CASE WHEN epoch = 0 \
+             THEN array_fill(NULL::bigint, ARRAY[{MAX_CLOCK_SEQS}]) ELSE high_water_ms END"
+    )
+}
+
 /// Worker ids from row leases in PostgreSQL.
 pub struct PostgresCoordinator {
     config: Config,
@@ -164,7 +177,14 @@ impl PostgresCoordinator {
         Ok(())
     }
 
-    fn state_of(&self, row: &Row, worker_id: u64) -> Result<Option<State>, LeaseError> {
+    /// The record of a row; `leased_before`: the row was granted before the grant at hand
+    /// (its first grant wrote an empty record, so all-NULL columns mean lost marks).
+    fn state_of(
+        &self,
+        row: &Row,
+        worker_id: u64,
+        leased_before: bool,
+    ) -> Result<Option<State>, LeaseError> {
         let location = format!(
             "{} table {} row (app={}, worker_id={worker_id})",
             self.describe, self.table, self.app
@@ -174,6 +194,14 @@ impl PostgresCoordinator {
         let marks: Option<Vec<Option<i64>>> = row.get("high_water_ms");
         let (fingerprint, clock_seq, marks) =
             match (fingerprint, clock_seq, marks) {
+                (None, None, None) if leased_before => {
+                    return Err(LeaseError::corrupt(
+                        location,
+                        "the row was leased before (epoch > 0) but its state record is NULL: its \
+                     high-water marks were lost (a reset or restored row?); see the README's \
+                     restore procedure",
+                    ))
+                }
                 (None, None, None) => return Ok(None),
                 (Some(f), Some(c), Some(m)) => (f, c, m),
                 _ => return Err(LeaseError::corrupt(
@@ -192,6 +220,11 @@ impl PostgresCoordinator {
                     marks.len()
                 ),
             ));
+        }
+        if fingerprint == 0 && marks.iter().all(Option::is_none) {
+            // The empty record of a first grant (fingerprint 0): never used, any layout may
+            // start here.
+            return Ok(None);
         }
         let mut high_water_ms = [None; MAX_CLOCK_SEQS];
         for (slot, mark) in high_water_ms.iter_mut().zip(marks) {
@@ -241,7 +274,7 @@ impl Coordinator for PostgresCoordinator {
         let listed = self.with_client(|client, table| {
             client.query(
                 &format!(
-                    "SELECT worker_id, layout_fingerprint, clock_seq, high_water_ms FROM {table} \
+                    "SELECT worker_id, epoch, layout_fingerprint, clock_seq, high_water_ms FROM {table} \
                      WHERE app = $1 AND worker_id <= $2 AND {FREE} \
                      ORDER BY worker_id LIMIT {CANDIDATES}"
                 ),
@@ -252,7 +285,8 @@ impl Coordinator for PostgresCoordinator {
             .iter()
             .map(|row| {
                 let worker: i32 = row.get("worker_id");
-                let state = self.state_of(row, u64::try_from(worker).unwrap_or(0));
+                let leased_before = row.get::<_, i64>("epoch") > 0;
+                let state = self.state_of(row, u64::try_from(worker).unwrap_or(0), leased_before);
                 let ready_at = state.map_or(0, |state| ready_at_ms(layout, state.as_ref(), now_ms));
                 (ready_at, worker)
             })
@@ -263,10 +297,12 @@ impl Coordinator for PostgresCoordinator {
         // taken only if it is still free when locked. If every candidate went to others
         // meanwhile, the lowest free row, as one statement too.
         let rows = self.with_client(|client, table| {
+            let first_grant = first_grant_marks();
             let grant = |filter: &str, order: &str| {
                 format!(
                     "UPDATE {table} SET owner = $2, epoch = epoch + 1, \
-                         expires_at = now() + $3::float8 * interval '1 second', updated_at = now() \
+                         expires_at = now() + $3::float8 * interval '1 second', updated_at = now(), \
+                         {first_grant} \
                      WHERE app = $1 AND worker_id = ( \
                          SELECT worker_id FROM {table} WHERE app = $1 AND {filter} AND {FREE} \
                          ORDER BY {order} LIMIT 1 FOR UPDATE SKIP LOCKED) \
@@ -295,7 +331,7 @@ impl Coordinator for PostgresCoordinator {
         let worker_id = u64::try_from(worker_id).unwrap_or(0);
         let epoch: i64 = row.get("epoch");
         self.held = Some((worker_id, epoch));
-        match self.state_of(row, worker_id) {
+        match self.state_of(row, worker_id, epoch > 1) {
             Ok(state) => Ok(Grant {
                 worker_id,
                 state,
@@ -401,14 +437,14 @@ impl Coordinator for PostgresCoordinator {
         let rows = self.with_client(|client, table| {
             client.query(
                 &format!(
-                    "SELECT layout_fingerprint, clock_seq, high_water_ms FROM {table} \
+                    "SELECT epoch, layout_fingerprint, clock_seq, high_water_ms FROM {table} \
                      WHERE app = $1 AND worker_id = $2"
                 ),
                 &[&app, &worker],
             )
         })?;
         match rows.first() {
-            Some(row) => self.state_of(row, worker_id),
+            Some(row) => self.state_of(row, worker_id, row.get::<_, i64>("epoch") > 0),
             None => Ok(None),
         }
     }

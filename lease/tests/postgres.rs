@@ -312,11 +312,19 @@ fn eight_processes_times_100_000_ids_are_all_unique() {
             // Holding the lease a while after the last id makes the eight overlap (usually
             // eight worker ids), but a child that is done may hand its worker id on: the
             // promise is uniqueness, not eight distinct worker ids.
-            probe(&["--uri", &uri, "--count", "100000", "--binary", "--hold-ms", "500"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
+            probe(&[
+                "--uri",
+                &uri,
+                "--count",
+                "100000",
+                "--binary",
+                "--hold-ms",
+                "500",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
         })
         .collect();
     let mut all = Vec::new();
@@ -338,4 +346,155 @@ fn eight_processes_times_100_000_ids_are_all_unique() {
     }
     assert!((1..=8).contains(&workers.len()), "{workers:?}");
     assert_eq!(assert_unique("8 x 100,000", all), 800_000);
+}
+
+/// A wall clock `.0` ms behind the system's.
+struct Behind(u64);
+
+impl clockflake::Clock for Behind {
+    fn now_ms(&self) -> u64 {
+        wall_ms() - self.0
+    }
+}
+
+fn behind(ms: u64) -> LeaseOptions {
+    LeaseOptions {
+        clock: Some(Arc::new(Behind(ms))),
+        ..LeaseOptions::default()
+    }
+}
+
+#[test]
+fn a_row_that_lost_its_marks_is_refused_never_read_as_unused() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let app = app("lost-marks");
+    let uri = uri(&app, "2s");
+    let layout = single_worker();
+    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
+    let issued = paced(50, || gen.next_id().unwrap());
+    gen.close().unwrap();
+    // A careless migration (or a restored row) resets the record to NULL.
+    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    client
+        .execute(
+            "UPDATE clockflake_leases SET layout_fingerprint = NULL, clock_seq = NULL, \
+             high_water_ms = NULL WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    // Read as "never used", a holder whose clock is a minute behind would repeat those ids.
+    let error = open(&uri, layout, behind(60_000)).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    assert!(error.to_string().contains("lost"), "{error}");
+    let row = client
+        .query_one(
+            "SELECT owner, high_water_ms FROM clockflake_leases WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, Option<String>>("owner"), None, "given back");
+    assert_eq!(
+        row.get::<_, Option<Vec<Option<i64>>>>("high_water_ms"),
+        None,
+        "left as it is"
+    );
+    assert!(!issued.is_empty());
+}
+
+#[test]
+fn a_fresh_row_is_used_at_once_and_then_carries_a_record() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let app = app("fresh-row");
+    let uri = uri(&app, "2s");
+    let layout = single_worker();
+    // Granted, then refused before any id (an epoch in the future): nothing was issued, and
+    // the row stays usable (its first grant wrote an empty record, not NULL).
+    let future = Layout::new(
+        &[
+            (clockflake::Field::Timestamp, 41),
+            (clockflake::Field::Sequence, 12),
+        ],
+        1,
+        wall_ms() + 3_600_000,
+    );
+    let refused = open(&uri, future.unwrap(), LeaseOptions::default()).unwrap_err();
+    assert_eq!(refused.code(), "EPOCH_IN_FUTURE", "{refused}");
+    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    gen.close().unwrap();
+}
+
+/// The README's restore procedure: after restoring the table from a backup (marks older than
+/// the ids issued since), raising every mark to the restore time keeps a holder whose clock is
+/// behind from repeating the ids issued between the backup and the restore.
+#[test]
+fn the_restore_procedure_keeps_ids_issued_after_the_backup_unique() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let app = app("restore");
+    let uri = uri(&app, "2s");
+    let layout = single_worker();
+    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    // Clocks behind the real one stand for the passing time: the backup at T - 10 s...
+    let gen = open(&uri, layout, behind(10_000)).unwrap();
+    gen.next_id().unwrap();
+    gen.close().unwrap();
+    let backup = client
+        .query_one(
+            "SELECT layout_fingerprint, clock_seq, high_water_ms, epoch FROM clockflake_leases \
+             WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    // ...ids issued after it, at T - 5 s...
+    let gen = open(&uri, layout, behind(5_000)).unwrap();
+    let after_backup = paced(300, || gen.next_id().unwrap());
+    gen.close().unwrap();
+    // ...then the restore brings the old marks back.
+    client
+        .execute(
+            "UPDATE clockflake_leases SET layout_fingerprint = $2, clock_seq = $3, \
+             high_water_ms = $4, epoch = $5, owner = NULL, expires_at = NULL WHERE app = $1",
+            &[
+                &app,
+                &backup.get::<_, Option<i64>>(0),
+                &backup.get::<_, Option<i32>>(1),
+                &backup.get::<_, Option<Vec<Option<i64>>>>(2),
+                &backup.get::<_, i64>(3),
+            ],
+        )
+        .unwrap();
+    // The procedure (README): every used clock sequence's mark to the restore time + 1 s.
+    client
+        .batch_execute(&RESTORE_PROCEDURE.replace("'orders'", &format!("'{app}'")))
+        .unwrap();
+    // A holder whose clock reads inside the window the backup missed repeats nothing (without
+    // the procedure it would continue in the restored clock sequence, 150 ms before the last
+    // id issued after the backup).
+    let gen = open(&uri, layout, behind(5_150)).unwrap();
+    let later = paced(300, || gen.next_id().unwrap());
+    gen.close().unwrap();
+    assert_unique(
+        "after the backup, after the restore",
+        after_backup.iter().chain(&later).copied(),
+    );
+}
+
+/// Kept word for word in README.md (a test below checks it is there).
+const RESTORE_PROCEDURE: &str = "UPDATE clockflake_leases
+   SET high_water_ms = (SELECT array_agg(CASE WHEN mark IS NULL THEN NULL
+                                         ELSE (extract(epoch FROM now()) * 1000)::bigint + 1000 END
+                                         ORDER BY i)
+                          FROM unnest(high_water_ms) WITH ORDINALITY AS m(mark, i)),
+       owner = NULL, expires_at = NULL
+ WHERE app = 'orders' AND high_water_ms IS NOT NULL;";
+
+#[test]
+fn the_readme_carries_the_restore_procedure_word_for_word() {
+    // Word for word; the indentation of the README's list may differ.
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let readme = words(include_str!("../../README.md"));
+    assert!(
+        readme.contains(&words(RESTORE_PROCEDURE)),
+        "README.md lost the restore procedure"
+    );
 }
