@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent reference for the shared test vectors.
 
-Written from ../shared/DESIGN.md with plain integers and no code from core: the vectors are
+Written from docs/DESIGN.md with plain integers and no code from core: the vectors are
 what this script says, and every language's runner checks its binding against them.
 
     python3 tests/vectors/reference.py          # rewrite tests/vectors/*.json
