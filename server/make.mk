@@ -29,7 +29,7 @@ demo-server: setup-rust setup-curl
 	$(CARGO) build -q -p clockflake-server
 	@dir=$$(mktemp -d /tmp/clockflake-server-demo.XXXXXX); out=$$dir/stdout; \
 	$(SERVER_BIN) --lease "file://$$dir/leases?app=demo" --listen 127.0.0.1:0 >$$out 2>$$dir/log & \
-	pid=$$!; trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf '"$$dir" EXIT; \
+	pid=$$!; trap 'kill $$pid 2>/dev/null || true; wait $$pid 2>/dev/null || true; rm -rf '"$$dir" EXIT; \
 	for _ in $$(seq 100); do grep -q listening $$out && break; sleep 0.1; done; \
 	base=$$(sed -n 's/.*listening on //p' $$out); \
 	echo "clockflake-server on $$base (lease file://$$dir/leases?app=demo)"; \

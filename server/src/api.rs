@@ -31,6 +31,8 @@ pub const MAX_BODY_BYTES: usize = 1024;
 const ID_WAIT: Duration = Duration::from_millis(100);
 /// Longest one `GET /v1/ids` takes to gather its ids (a batch spans ticks).
 const BATCH_WAIT: Duration = Duration::from_secs(10);
+/// Longest one request spins (yields) for next ticks before it sleeps on the timer instead.
+const MAX_SPIN: Duration = Duration::from_millis(50);
 
 pub struct App {
     pub supervisor: Arc<Supervisor>,
@@ -149,7 +151,8 @@ async fn with_retries<T>(
     deadline: Instant,
     mut take: impl FnMut(&LeasedGenerator) -> Result<T, LeaseError>,
 ) -> Result<T, ApiError> {
-    let mut spins = 0u32;
+    // Spinning (yielding to other tasks) for the next tick is bounded per request.
+    let spin_until = Instant::now() + MAX_SPIN;
     loop {
         let error = match take(gen) {
             Ok(value) => return Ok(value),
@@ -166,9 +169,9 @@ async fn with_retries<T>(
             return Err(error.into());
         }
         app.telemetry.retry_pause();
-        if wait_ms <= 1 && spins < 1000 {
-            // The next tick is under a millisecond away: the timer would overshoot it.
-            spins += 1;
+        if wait_ms <= 1 && Instant::now() < spin_until {
+            // The next tick is under a millisecond away: the timer (1 ms granularity) would
+            // overshoot it, so yield to other tasks until it comes.
             tokio::task::yield_now().await;
         } else {
             tokio::time::sleep(Duration::from_millis(wait_ms.max(1))).await;
