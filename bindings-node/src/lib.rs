@@ -649,12 +649,12 @@ pub fn leased_stats(generator: &External<LeasedGenerator>) -> LeaseStatsOut {
     LeaseStatsOut {
         worker_id: number(stats.worker_id),
         state: stats.state.to_owned(),
-        renewals: number(stats.renewals),
-        renewal_failures: number(stats.renewal_failures),
-        clock_steps_back: number(stats.clock_steps_back),
-        clock_seq_switches: number(stats.clock_seq_switches),
-        waits: number(stats.waits),
-        wait_us: number(stats.wait_us),
+        renewals: number(stats.counters.renewals),
+        renewal_failures: number(stats.counters.renewal_failures),
+        clock_steps_back: number(stats.counters.clock_steps_back),
+        clock_seq_switches: number(stats.counters.clock_seq_switches),
+        waits: number(stats.counters.waits),
+        wait_us: number(stats.counters.wait_us),
         deadline_in_ms: stats.deadline_in_ms.map(number),
         reserved_until_ms: number(stats.reserved_until_ms),
     }

@@ -556,12 +556,12 @@ impl PyGenerator {
                     stats.set_item("worker_id", figures.worker_id)?;
                     stats.set_item("state", figures.state)?;
                     stats.set_item("leased", true)?;
-                    stats.set_item("renewals", figures.renewals)?;
-                    stats.set_item("renewal_failures", figures.renewal_failures)?;
-                    stats.set_item("clock_steps_back", figures.clock_steps_back)?;
-                    stats.set_item("clock_seq_switches", figures.clock_seq_switches)?;
-                    stats.set_item("waits", figures.waits)?;
-                    stats.set_item("wait_us", figures.wait_us)?;
+                    stats.set_item("renewals", figures.counters.renewals)?;
+                    stats.set_item("renewal_failures", figures.counters.renewal_failures)?;
+                    stats.set_item("clock_steps_back", figures.counters.clock_steps_back)?;
+                    stats.set_item("clock_seq_switches", figures.counters.clock_seq_switches)?;
+                    stats.set_item("waits", figures.counters.waits)?;
+                    stats.set_item("wait_us", figures.counters.wait_us)?;
                     stats.set_item("deadline_in_ms", figures.deadline_in_ms)?;
                     stats.set_item("reserved_until_ms", figures.reserved_until_ms)?;
                 }

@@ -221,6 +221,20 @@ pub struct LeaseStats {
     pub worker_id: u64,
     /// `"active"`, `"lost"`, `"closed"` or `"forked"` (this process is a fork of the holder).
     pub state: &'static str,
+    /// The counters (add them up across generators with `+=`).
+    pub counters: LeaseCounters,
+    /// Milliseconds until the lease deadline (0 once passed, lost or closed); `None` when the
+    /// lease never expires (`file://`).
+    pub deadline_in_ms: Option<u64>,
+    /// Wall ms up to which the persisted reservation lets ids be issued (0 once stopped).
+    pub reserved_until_ms: u64,
+}
+
+/// The counters of [`LeaseStats`]; `+=` adds another generator's (a service that re-leases
+/// keeps totals across its generators).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseCounters {
     /// Successful renewals (lease and reservation), the first one at start included.
     pub renewals: u64,
     /// Renewals that failed (coordinator unreachable or slow); ids go on until the deadline.
@@ -234,11 +248,17 @@ pub struct LeaseStats {
     pub waits: u64,
     /// Their total time, in microseconds.
     pub wait_us: u64,
-    /// Milliseconds until the lease deadline (0 once passed, lost or closed); `None` when the
-    /// lease never expires (`file://`).
-    pub deadline_in_ms: Option<u64>,
-    /// Wall ms up to which the persisted reservation lets ids be issued (0 once stopped).
-    pub reserved_until_ms: u64,
+}
+
+impl std::ops::AddAssign for LeaseCounters {
+    fn add_assign(&mut self, other: LeaseCounters) {
+        self.renewals += other.renewals;
+        self.renewal_failures += other.renewal_failures;
+        self.clock_steps_back += other.clock_steps_back;
+        self.clock_seq_switches += other.clock_seq_switches;
+        self.waits += other.waits;
+        self.wait_us += other.wait_us;
+    }
 }
 
 /// Why an attempt did not produce an id.
@@ -999,12 +1019,14 @@ impl LeasedGenerator {
         LeaseStats {
             worker_id: self.worker_id,
             state,
-            renewals: counters.renewals.load(Ordering::Relaxed),
-            renewal_failures: counters.renewal_failures.load(Ordering::Relaxed),
-            clock_steps_back: counters.clock_steps_back.load(Ordering::Relaxed),
-            clock_seq_switches: counters.clock_seq_switches.load(Ordering::Relaxed),
-            waits: counters.waits.load(Ordering::Relaxed),
-            wait_us: counters.wait_us.load(Ordering::Relaxed),
+            counters: LeaseCounters {
+                renewals: counters.renewals.load(Ordering::Relaxed),
+                renewal_failures: counters.renewal_failures.load(Ordering::Relaxed),
+                clock_steps_back: counters.clock_steps_back.load(Ordering::Relaxed),
+                clock_seq_switches: counters.clock_seq_switches.load(Ordering::Relaxed),
+                waits: counters.waits.load(Ordering::Relaxed),
+                wait_us: counters.wait_us.load(Ordering::Relaxed),
+            },
             deadline_in_ms,
             reserved_until_ms: shared.reserved_wall_ms.load(Ordering::Acquire),
         }

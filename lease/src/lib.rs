@@ -42,7 +42,8 @@ pub use coordinator::{Coordinator, Grant};
 pub use error::LeaseError;
 pub use file::FileCoordinator;
 pub use generator::{
-    LeaseOptions, LeaseStats, LeasedGenerator, CLOSE_WAIT, FOLLOW_BACK_MS, RENEWAL_WAIT,
+    LeaseCounters, LeaseOptions, LeaseStats, LeasedGenerator, CLOSE_WAIT, FOLLOW_BACK_MS,
+    RENEWAL_WAIT,
 };
 pub use pg::{PostgresCoordinator, SCHEMA};
 pub use uri::{parse_duration, redact, DEFAULT_APP, DEFAULT_RESERVE, DEFAULT_TABLE, DEFAULT_TTL};

@@ -16,7 +16,7 @@ fn stats_count_renewals_clock_sequence_switches_and_the_lifecycle() {
     assert_eq!(before.state, "active");
     assert_eq!(before.worker_id, gen.worker_id());
     assert!(
-        before.renewals >= 1,
+        before.counters.renewals >= 1,
         "the first reservation counts: {before:?}"
     );
     assert_eq!(before.deadline_in_ms, None, "file:// leases do not expire");
@@ -28,13 +28,13 @@ fn stats_count_renewals_clock_sequence_switches_and_the_lifecycle() {
     gen.next_id_at(now - 5000).unwrap();
     let after = gen.stats();
     assert_eq!(
-        after.clock_seq_switches,
-        before.clock_seq_switches + 1,
+        after.counters.clock_seq_switches,
+        before.counters.clock_seq_switches + 1,
         "{after:?}"
     );
-    assert!(after.renewals > before.renewals);
+    assert!(after.counters.renewals > before.counters.renewals);
     assert!(
-        after.waits >= 1,
+        after.counters.waits >= 1,
         "the id waited for the renewal thread: {after:?}"
     );
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use clockflake::Layout;
-use clockflake_lease::{LeaseError, LeaseOptions, LeaseStats, LeasedGenerator};
+use clockflake_lease::{LeaseCounters, LeaseError, LeaseOptions, LeaseStats, LeasedGenerator};
 use tokio::sync::Notify;
 
 /// How often the supervisor looks at the lease when nothing wakes it.
@@ -14,28 +14,6 @@ const LOOK_INTERVAL: Duration = Duration::from_millis(50);
 /// First and longest pause between failed attempts to lease.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
-
-/// Counters of the generators this process has closed, so that totals survive re-leasing.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Totals {
-    pub renewals: u64,
-    pub renewal_failures: u64,
-    pub clock_steps_back: u64,
-    pub clock_seq_switches: u64,
-    pub waits: u64,
-    pub wait_us: u64,
-}
-
-impl Totals {
-    fn add(&mut self, stats: &LeaseStats) {
-        self.renewals += stats.renewals;
-        self.renewal_failures += stats.renewal_failures;
-        self.clock_steps_back += stats.clock_steps_back;
-        self.clock_seq_switches += stats.clock_seq_switches;
-        self.waits += stats.waits;
-        self.wait_us += stats.wait_us;
-    }
-}
 
 /// What the lease looks like now, for `/readyz` and `/metrics`.
 #[derive(Clone, Debug)]
@@ -47,7 +25,9 @@ pub struct Snapshot {
     pub deadline_in_ms: Option<u64>,
     pub stats: Option<LeaseStats>,
     /// Closed generators' counters plus the current one's.
-    pub totals: Totals,
+    /// Counters of every generator this process has held (the current one and those closed
+    /// before it), so that totals survive re-leasing.
+    pub totals: LeaseCounters,
     pub leases: u64,
     pub leases_lost: u64,
     pub lease_failures: u64,
@@ -60,7 +40,7 @@ pub struct Supervisor {
     options: LeaseOptions,
     ready_margin_ms: u64,
     current: RwLock<Option<Arc<LeasedGenerator>>>,
-    retired: Mutex<Totals>,
+    retired: Mutex<LeaseCounters>,
     last_error: Mutex<Option<(&'static str, String)>>,
     leases: AtomicU64,
     leases_lost: AtomicU64,
@@ -94,7 +74,7 @@ impl Supervisor {
             options,
             ready_margin_ms: u64::try_from(ready_margin.as_millis()).unwrap_or(u64::MAX),
             current: RwLock::new(None),
-            retired: Mutex::new(Totals::default()),
+            retired: Mutex::new(LeaseCounters::default()),
             last_error: Mutex::new(None),
             leases: AtomicU64::new(0),
             leases_lost: AtomicU64::new(0),
@@ -168,7 +148,7 @@ impl Supervisor {
         let _ = tokio::task::spawn_blocking(move || {
             // Requests still holding the Arc finish first; close refuses them from then on.
             let result = gen.close();
-            lock(&this.retired).add(&gen.stats());
+            *lock(&this.retired) += gen.stats().counters;
             match result {
                 Ok(()) => tracing::info!(worker_id = gen.worker_id(), "lease closed"),
                 Err(error) => tracing::warn!(worker_id = gen.worker_id(), %error, "lease close"),
@@ -260,7 +240,7 @@ impl Supervisor {
         let stats = gen.as_ref().map(|gen| gen.stats());
         let mut totals = *lock(&self.retired);
         if let Some(stats) = &stats {
-            totals.add(stats);
+            totals += stats.counters;
         }
         let active = gen.as_ref().is_some_and(|gen| gen.is_active());
         let deadline_in_ms = stats.as_ref().and_then(|s| s.deadline_in_ms);
