@@ -17,7 +17,8 @@ ZK_RUN = export CLOCKFLAKE_ZK_REQUIRED=1 CLOCKFLAKE_ZK_DIR=$${TMPDIR:-/tmp}/cloc
 test-zookeeper: setup-rust
 	$(ZK_RUN); \
 	$(CARGO) test -p clockflake-lease --lib zookeeper; \
-	$(CARGO) test -p clockflake-lease --test zookeeper --test zookeeper_outage --test restart_storm
+	$(CARGO) test -p clockflake-lease --test zookeeper --test zookeeper_outage; \
+	$(CARGO) test -p clockflake-lease --test restart_storm zookeeper
 
 demo-zookeeper: setup-rust
 	$(CARGO) build -q -p clockflake-lease --bin clockflake-lease-probe
