@@ -33,6 +33,7 @@ use std::time::Duration;
 use clockflake::{Error, Layout, State};
 
 use crate::coordinator::{ready_at_ms, Coordinator, Grant};
+use crate::fixed::Assigned;
 use crate::{record, LeaseError};
 
 /// What the operating system gives us that `std` does not.
@@ -111,6 +112,9 @@ pub struct FileCoordinator {
     dir: PathBuf,
     app: String,
     sharing: Sharing,
+    /// `k8s://` and `env://`: the one worker id this coordinator may take (and its scheme);
+    /// `None`: the lowest free one of the pool (`file://`).
+    assigned: Option<(Assigned, &'static str)>,
     held: Option<(u64, File)>,
     /// Test hook: a pause between writing the temporary file and renaming it.
     write_delay: Option<Duration>,
@@ -155,11 +159,52 @@ impl FileCoordinator {
             dir: root.join(app),
             app: app.to_owned(),
             sharing,
+            assigned: None,
             held: None,
             write_delay: None,
         };
         coordinator.prepare(&root)?;
         Ok(coordinator)
+    }
+
+    /// A coordinator that takes only the worker id `assigned` from outside (`k8s://`,
+    /// `env://`; see [`crate::fixed`]), with `file://`'s lock and state files.
+    pub(crate) fn with_assigned(
+        root: PathBuf,
+        app: &str,
+        sharing: Sharing,
+        assigned: Assigned,
+        scheme: &'static str,
+    ) -> Result<FileCoordinator, LeaseError> {
+        let mut coordinator = FileCoordinator::with_sharing(root, app, sharing)?;
+        coordinator.assigned = Some((assigned, scheme));
+        Ok(coordinator)
+    }
+
+    /// `acquire` of an assigned worker id: that one or nothing.
+    fn acquire_assigned(
+        &mut self,
+        layout: &Layout,
+        assigned: Assigned,
+    ) -> Result<Grant, LeaseError> {
+        let max = layout.max_worker_id();
+        if assigned.worker_id > max {
+            return Err(LeaseError::Core(Error::WorkerIdOutOfRange {
+                worker_id: assigned.worker_id,
+                max,
+            }));
+        }
+        let Some(file) = self.try_lock(assigned.worker_id)? else {
+            return Err(self.refuse(format!(
+                "worker id {} (from {}) is held by another process using {}: two pods or \
+                 processes were given the same worker id",
+                assigned.worker_id,
+                assigned.source,
+                self.dir.display()
+            )));
+        };
+        let state = self.read_state(assigned.worker_id)?;
+        Ok(self.grant(assigned.worker_id, file, state))
     }
 
     /// Creates (at most) `root` and `root/app`, then checks that both can be trusted.
@@ -428,8 +473,9 @@ impl Coordinator for FileCoordinator {
             Sharing::Private => "",
             Sharing::Group => "&mode=group",
         };
+        let scheme = self.assigned.as_ref().map_or("file", |(_, scheme)| *scheme);
         format!(
-            "file://{}?app={}{mode}",
+            "{scheme}://{}?app={}{mode}",
             self.dir.parent().unwrap_or(&self.dir).display(),
             self.app
         )
@@ -444,6 +490,9 @@ impl Coordinator for FileCoordinator {
                 &self.describe(),
                 "this coordinator already holds a lease",
             ));
+        }
+        if let Some((assigned, _)) = self.assigned.clone() {
+            return self.acquire_assigned(layout, assigned);
         }
         let max = layout.max_worker_id();
         // (ready at, worker id, its locked file, its record): dropping the file unlocks it.

@@ -6,6 +6,8 @@
 //! |---|---|
 //! | `file:///var/lib/app/ids?app=orders` | embedded, one host: a lock file per worker id, state files beside them |
 //! | `postgres://user@db:5432/ids?app=orders&ttl=10s` | many hosts: one row per worker id, row leases with a fencing epoch |
+//! | `k8s:///var/lib/ids?app=orders` | a StatefulSet pod's ordinal, state on its volume as `file://` keeps it ([`fixed`]) |
+//! | `env:///var/lib/ids?app=orders` | the hand-assigned `CLOCKFLAKE_WORKER_ID`, state as `file://` keeps it ([`fixed`]) |
 //! | `zookeeper://zk1:2181,zk2:2181/snowflake/orders?ttl=10s` | many hosts: persistent `servers/<ip:port>_<worker>` nodes keep a server's worker id, ephemeral `instances/<worker>` nodes mark it in use ([`ZooKeeperCoordinator`]) |
 //!
 //! Parameters: `app` (namespace, default `default`); `file://`: `reserve` (how far ahead the
@@ -30,6 +32,7 @@ mod clock;
 mod coordinator;
 mod error;
 mod file;
+pub mod fixed;
 pub mod fork;
 mod generator;
 mod pg;

@@ -431,16 +431,26 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
                 reserve: ttl,
             });
         }
-        Some("file" | "postgres" | "postgresql") => {}
+        Some("file" | "postgres" | "postgresql" | "k8s" | "env") => {}
         Some(other) if is_scheme(other) => {
             return Err(invalid(
                 uri,
-                format!("unknown scheme {other:?}: expected file, postgres or zookeeper"),
+                format!("unknown scheme {other:?}: expected file, postgres, zookeeper, k8s or env"),
             ))
         }
         _ => return Err(invalid(uri, "no scheme")),
     }
-    let parts = parse(uri)?;
+    // k8s:///DIR and env:///DIR are file:///DIR with the worker id assigned from outside.
+    let assigned_scheme = match scheme.as_deref() {
+        Some("k8s") => Some("k8s"),
+        Some("env") => Some("env"),
+        _ => None,
+    };
+    let file_like = assigned_scheme.map(|_| {
+        let rest = uri.split_once("://").map_or("", |(_, rest)| rest);
+        format!("file://{rest}")
+    });
+    let parts = parse(file_like.as_deref().unwrap_or(uri))?;
     let mut app = DEFAULT_APP.to_owned();
     let mut ttl = None;
     let mut reserve = None;
@@ -494,7 +504,23 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
         if reserve < Duration::from_millis(10) {
             return Err(invalid(uri, "reserve must be at least 10ms"));
         }
-        let mut coordinator = FileCoordinator::with_sharing(path, &app, sharing)?;
+        let mut coordinator = match assigned_scheme {
+            None => FileCoordinator::with_sharing(path, &app, sharing)?,
+            Some(scheme) => {
+                let assigned = if scheme == "k8s" {
+                    let pod_index = std::env::var(crate::fixed::POD_INDEX_ENV).ok();
+                    crate::fixed::pod_ordinal(
+                        pod_index.as_deref(),
+                        crate::fixed::hostname().as_deref(),
+                    )
+                } else {
+                    let value = std::env::var(crate::fixed::WORKER_ID_ENV).ok();
+                    crate::fixed::env_worker_id(value.as_deref())
+                }
+                .map_err(|reason| LeaseError::unavailable(&format!("{scheme}://"), reason))?;
+                FileCoordinator::with_assigned(path, &app, sharing, assigned, scheme)?
+            }
+        };
         coordinator.set_write_delay(write_delay);
         return Ok(Target {
             coordinator: Box::new(coordinator),
