@@ -41,3 +41,30 @@ zookeeper-stop:
 
 TEST_TARGETS += test-zookeeper
 BENCH_TARGETS += bench-zookeeper
+
+# redis:// worker ids (lease/src/redis.rs) against a real Redis from Debian's `redis-server`,
+# started on loopback by scripts/redis.sh (a password, AOF with appendfsync always, a TLS port
+# signed by a throwaway CA) and always stopped again.
+#   make test-redis    lease/tests/redis.rs + lease/tests/redis_outage.rs + restart_storm's case
+#   make redis-start / redis-stop   a server to try things by hand (prints its URL)
+
+REDIS_SCRIPT := $(ROOT)/scripts/redis.sh
+# A directory of its own per run, so a server started by hand is never touched.
+REDIS_RUN = export CLOCKFLAKE_REDIS_REQUIRED=1 CLOCKFLAKE_REDIS_DIR=$${TMPDIR:-/tmp}/clockflake-redis-$$$$; \
+	trap '$(REDIS_SCRIPT) stop' EXIT; \
+	export CLOCKFLAKE_REDIS_URL=$$($(REDIS_SCRIPT) start)
+
+.PHONY: test-redis redis-start redis-stop
+
+test-redis: setup-rust
+	$(REDIS_RUN); \
+	$(CARGO) test -p clockflake-lease --test redis --test redis_outage; \
+	$(CARGO) test -p clockflake-lease --test restart_storm redis
+
+redis-start:
+	$(REDIS_SCRIPT) start
+
+redis-stop:
+	$(REDIS_SCRIPT) stop
+
+TEST_TARGETS += test-redis

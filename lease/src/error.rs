@@ -145,7 +145,8 @@ impl fmt::Display for LeaseError {
             LeaseError::InvalidUri { uri, reason } => write!(
                 f,
                 "invalid uri: {reason}, found {uri:?}; expected file:///DIR?app=NAME, \
-                 postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s or \
+                 postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s, \
+                 redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s (rediss:// for TLS) or \
                  zookeeper://HOST:PORT[,HOST:PORT...]/snowflake/APP?ttl=10s"
             ),
             LeaseError::CoordinatorUnavailable {

@@ -8,13 +8,15 @@
 //! | `postgres://user@db:5432/ids?app=orders&ttl=10s` | many hosts: one row per worker id, row leases with a fencing epoch |
 //! | `k8s:///var/lib/ids?app=orders` | a StatefulSet pod's ordinal, state on its volume as `file://` keeps it ([`fixed`]) |
 //! | `env:///var/lib/ids?app=orders` | the hand-assigned `CLOCKFLAKE_WORKER_ID`, state as `file://` keeps it ([`fixed`]) |
+//! | `redis://:password@cache:6379/0?app=orders&ttl=10s` | many hosts: a never-expiring hash per worker id (epoch, state record) and a lease key with `PX` on the server's clock, granted and renewed by Lua scripts ([`RedisCoordinator`]; `rediss://` for TLS) |
 //! | `zookeeper://zk1:2181,zk2:2181/snowflake/orders?ttl=10s` | many hosts: persistent `servers/<ip:port>_<worker>` nodes keep a server's worker id, ephemeral `instances/<worker>` nodes mark it in use ([`ZooKeeperCoordinator`]) |
 //!
 //! Parameters: `app` (namespace, default `default`); `file://`: `reserve` (how far ahead the
 //! state is persisted, default `1s`) and `mode` (`private`, the default: directories 0700 and
 //! files 0600, a pool directory writable by others refused; `group`: 0770/0660 for a shared
 //! group); `postgres://`: `ttl` (default `10s`), `table` (default `clockflake_leases`), and
-//! any parameter of the `postgres` crate (`sslmode`, ...).
+//! any parameter of the `postgres` crate (`sslmode`, ...); `redis://`: `ttl` (default `10s`) and,
+//! for `rediss://`, `cacert` (a PEM file to trust instead of the system's roots).
 //!
 //! ```no_run
 //! use clockflake::Layout;
@@ -37,6 +39,7 @@ pub mod fork;
 mod generator;
 mod pg;
 mod record;
+mod redis;
 mod uri;
 mod zookeeper;
 
@@ -49,6 +52,7 @@ pub use generator::{
     RENEWAL_WAIT,
 };
 pub use pg::{PostgresCoordinator, SCHEMA};
+pub use redis::RedisCoordinator;
 pub use uri::{parse_duration, redact, DEFAULT_APP, DEFAULT_RESERVE, DEFAULT_TABLE, DEFAULT_TTL};
 pub use zookeeper::{ZooKeeperCoordinator, DEFAULT_SESSION_TIMEOUT};
 

@@ -97,3 +97,12 @@ fn twenty_restarts_an_hour_behind_on_zookeeper_start_at_once_and_repeat_nothing(
     );
     restart_storm(&uri, "zookeeper://");
 }
+
+#[test]
+fn twenty_restarts_an_hour_behind_on_redis_start_at_once_and_repeat_nothing() {
+    if !redis_available() {
+        return;
+    }
+    let uri = format!("{}?app={}&ttl=10s", redis_url(), app("storm"));
+    restart_storm(&uri, "redis://");
+}

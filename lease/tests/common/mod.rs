@@ -231,3 +231,43 @@ pub fn handover_from_2s_ahead_repeats_nothing(
     assert_unique(label, ids.iter().chain(&next).copied());
     second
 }
+
+/// The Redis URL `make test-redis` exports. Outside it these tests are skipped, unless
+/// `CLOCKFLAKE_REDIS_REQUIRED` is set (as `make test-redis` does), which turns a missing
+/// server into a failure.
+pub fn redis_available() -> bool {
+    if std::env::var_os("CLOCKFLAKE_REDIS_URL").is_some() {
+        return true;
+    }
+    if std::env::var_os("CLOCKFLAKE_REDIS_REQUIRED").is_some() {
+        panic!("CLOCKFLAKE_REDIS_URL is not set: run `make test-redis`, which starts a throwaway Redis");
+    }
+    eprintln!("skipped: CLOCKFLAKE_REDIS_URL is not set (run `make test-redis`)");
+    false
+}
+
+/// `redis://:PASSWORD@127.0.0.1:PORT/0`
+pub fn redis_url() -> String {
+    std::env::var("CLOCKFLAKE_REDIS_URL").unwrap_or_else(|_| {
+        panic!("CLOCKFLAKE_REDIS_URL is not set: run `make test-redis`, which starts a throwaway Redis")
+    })
+}
+
+pub fn redis_script(action: &str) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/redis.sh");
+    let output = Command::new(script).arg(action).output().unwrap();
+    assert!(
+        output.status.success(),
+        "redis.sh {action}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A plain connection to the test server, to look at (or damage) the keys.
+pub fn redis_connection() -> redis::Connection {
+    redis::Client::open(redis_url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}

@@ -1,0 +1,469 @@
+//! The Redis coordinator: `redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s` (and
+//! `rediss://` for TLS).
+//!
+//! Two keys per worker id, both under the hash tag `{app}` (one slot, one server):
+//!
+//! - `clockflake:{APP}:worker:ID`, a hash that never expires: `epoch` (the fencing epoch,
+//!   raised by every grant) and `state` (the state record in [`crate::record`]'s text form,
+//!   with its checksum; `""` once granted and before any record was stored);
+//! - `clockflake:{APP}:lease:ID`, a string `EPOCH OWNER` set with `PX ttl`: the lease, which
+//!   expires on the server's clock.
+//!
+//! Grant, renewal and release are Lua scripts, each atomic on the server: a renewal extends
+//! the lease (`PEXPIRE`) and stores the record only while the lease key still reads
+//! `EPOCH OWNER` and the hash's epoch is still that epoch; otherwise the lease is gone. The
+//! epoch and the record live in the key that does not expire, so a lease that expired
+//! leaves both behind for the next holder. A hash that was granted before (`epoch` > 0) and
+//! has no `state` lost its marks: refused (`INVALID_STATE`), never read as "never used".
+
+use std::time::Duration;
+
+use ::redis::{
+    Client, Connection, ConnectionAddr, ConnectionLike, IntoConnectionInfo, RedisConnectionInfo,
+};
+use clockflake::{Error, Layout, State};
+
+use crate::coordinator::{ready_at_ms, Coordinator, Grant};
+use crate::LeaseError;
+
+/// How many free worker ids are read to find one whose record is usable at once.
+const CANDIDATES: usize = 256;
+
+/// The free worker ids (no lease key) from 0 up to ARGV[2], at most ARGV[3] of them, each
+/// with its hash's epoch and record: `{id, epoch, has_state, state}`.
+const LIST: &str = r"
+local prefix, max, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local out = {}
+for id = 0, max do
+  if redis.call('EXISTS', prefix .. 'lease:' .. id) == 0 then
+    local rec = redis.call('HMGET', prefix .. 'worker:' .. id, 'epoch', 'state')
+    out[#out + 1] = {id, tonumber(rec[1] or '0') or 0, rec[2] and 1 or 0, rec[2] or ''}
+    if #out >= limit then break end
+  end
+end
+return out
+";
+
+/// Grants the first free worker id of ARGV[5..] (the preferred order), else the lowest free
+/// one up to ARGV[4]: raises its epoch, writes an empty record on its first grant, and sets
+/// the lease `EPOCH OWNER` with `PX` ARGV[3]. Returns `{id, epoch, has_state, state}` (the
+/// record as it was before the grant) or nil when every worker id is held.
+const GRANT: &str = r"
+local prefix, owner, ttl_ms, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local function take(id)
+  local lease = prefix .. 'lease:' .. id
+  if redis.call('EXISTS', lease) == 1 then return nil end
+  local worker = prefix .. 'worker:' .. id
+  local epoch = redis.call('HINCRBY', worker, 'epoch', 1)
+  local state = redis.call('HGET', worker, 'state')
+  if epoch == 1 and not state then
+    redis.call('HSET', worker, 'state', '')
+    state = ''
+  end
+  redis.call('SET', lease, epoch .. ' ' .. owner, 'PX', ttl_ms)
+  return {id, epoch, state and 1 or 0, state or ''}
+end
+for i = 5, #ARGV do
+  local granted = take(tonumber(ARGV[i]))
+  if granted then return granted end
+end
+for id = 0, max do
+  local granted = take(id)
+  if granted then return granted end
+end
+return nil
+";
+
+/// KEYS: the lease, the worker hash. ARGV: `EPOCH OWNER`, the epoch, the TTL in ms, the
+/// record. Extends the lease and stores the record while both still say the holder is us:
+/// 1, else 0.
+const RENEW: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[2], 'epoch') ~= ARGV[2] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('HSET', KEYS[2], 'state', ARGV[4])
+return 1
+";
+
+/// KEYS: the lease, the worker hash. ARGV: `EPOCH OWNER`, the epoch, and the record to store
+/// (optional). Stores it and deletes the lease while they are still ours: 1, else 0.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[2], 'epoch') ~= ARGV[2] then return 0 end
+if ARGV[3] then redis.call('HSET', KEYS[2], 'state', ARGV[3]) end
+redis.call('DEL', KEYS[1])
+return 1
+";
+
+/// What `LIST` and `GRANT` return for one worker id: id, epoch, whether the hash has a
+/// `state` field, and that field.
+type Listed = (u64, i64, u8, Vec<u8>);
+
+/// Worker ids from expiring leases in Redis.
+pub struct RedisCoordinator {
+    client: Client,
+    describe: String,
+    /// The password as written and percent-encoded, scrubbed from every error's text.
+    secrets: Vec<String>,
+    connection: Option<Connection>,
+    /// `clockflake:{APP}:`
+    prefix: String,
+    owner: String,
+    ttl: Duration,
+    /// The worker id held, its epoch, and the lease key's value `EPOCH OWNER`.
+    held: Option<(u64, i64, String)>,
+}
+
+impl std::fmt::Debug for RedisCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisCoordinator")
+            .field("coordinator", &self.describe)
+            .field("owner", &self.owner)
+            .field(
+                "held",
+                &self.held.as_ref().map(|(id, epoch, _)| (id, epoch)),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where and how to connect: what `rediss://` or `redis://` named.
+pub(crate) struct Endpoint {
+    pub host: String,
+    pub port: u16,
+    pub db: i64,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// `rediss://`: TLS, verified against `cacert` (PEM) or the system's roots.
+    pub tls: bool,
+    pub cacert: Option<Vec<u8>>,
+}
+
+impl RedisCoordinator {
+    /// A coordinator for `app` on `endpoint`. Connects lazily.
+    pub(crate) fn new(
+        endpoint: Endpoint,
+        describe: String,
+        app: &str,
+        ttl: Duration,
+        owner: String,
+    ) -> Result<RedisCoordinator, String> {
+        let secrets = endpoint
+            .password
+            .as_deref()
+            .map(|p| crate::uri::password_forms(p.as_bytes()))
+            .unwrap_or_default();
+        let addr = if endpoint.tls {
+            // The redis crate asks rustls for its process-wide provider: install ring's unless
+            // the application installed one (then that one stays).
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            ConnectionAddr::TcpTls {
+                host: endpoint.host.clone(),
+                port: endpoint.port,
+                insecure: false,
+                tls_params: None,
+            }
+        } else {
+            ConnectionAddr::Tcp(endpoint.host.clone(), endpoint.port)
+        };
+        let mut settings = RedisConnectionInfo::default().set_db(endpoint.db);
+        if let Some(user) = endpoint.user.as_deref().filter(|u| !u.is_empty()) {
+            settings = settings.set_username(user);
+        }
+        if let Some(password) = &endpoint.password {
+            settings = settings.set_password(password);
+        }
+        let scrub = |error: ::redis::RedisError| crate::uri::scrub(&error.to_string(), &secrets);
+        let info = addr
+            .into_connection_info()
+            .map_err(scrub)?
+            .set_redis_settings(settings);
+        let client = match endpoint.cacert {
+            Some(root_cert) => Client::build_with_tls(
+                info,
+                ::redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(root_cert),
+                },
+            ),
+            None => Client::open(info),
+        }
+        .map_err(scrub)?;
+        Ok(RedisCoordinator {
+            client,
+            describe,
+            secrets,
+            connection: None,
+            prefix: format!("clockflake:{{{app}}}:"),
+            owner,
+            ttl,
+            held: None,
+        })
+    }
+
+    /// The owner token this coordinator writes into the leases it holds.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// `COORDINATOR_UNAVAILABLE` with `error`'s text scrubbed of the password.
+    fn unavailable(&self, error: impl std::fmt::Display) -> LeaseError {
+        LeaseError::unavailable(
+            &self.describe,
+            crate::uri::scrub(&error.to_string(), &self.secrets),
+        )
+    }
+
+    /// Every wait on the server (connect, TLS, each reply) is bounded well inside the TTL,
+    /// so a frozen server cannot hold a renewal past the lease.
+    fn patience(&self) -> Duration {
+        (self.ttl / 2).max(Duration::from_millis(100))
+    }
+
+    /// Runs `work` on a connection (connecting if there is none); any error drops the
+    /// connection, whose next reply could be the late answer to this request.
+    fn with_connection<T>(
+        &mut self,
+        work: impl FnOnce(&mut Connection) -> ::redis::RedisResult<T>,
+    ) -> Result<T, LeaseError> {
+        if self.connection.as_ref().is_none_or(|c| !c.is_open()) {
+            self.connection = None;
+            let patience = self.patience();
+            let connection = self
+                .client
+                .get_connection_with_timeout(patience)
+                .and_then(|connection| {
+                    connection.set_read_timeout(Some(patience))?;
+                    connection.set_write_timeout(Some(patience))?;
+                    Ok(connection)
+                })
+                .map_err(|error| self.unavailable(error))?;
+            self.connection = Some(connection);
+        }
+        let Some(connection) = self.connection.as_mut() else {
+            return Err(self.unavailable("no connection"));
+        };
+        match work(connection) {
+            Ok(value) => Ok(value),
+            Err(error) => {
+                self.connection = None;
+                Err(self.unavailable(error))
+            }
+        }
+    }
+
+    fn keys(&self, worker_id: u64) -> (String, String) {
+        (
+            format!("{}lease:{worker_id}", self.prefix),
+            format!("{}worker:{worker_id}", self.prefix),
+        )
+    }
+
+    /// The record of a worker hash; `leased_before`: granted before the grant at hand (its
+    /// first grant wrote an empty record, so a missing one means lost marks).
+    fn state_of(
+        &self,
+        worker_id: u64,
+        leased_before: bool,
+        has_state: bool,
+        text: &[u8],
+    ) -> Result<Option<State>, LeaseError> {
+        let location = format!("{} key {}worker:{worker_id}", self.describe, self.prefix);
+        if !has_state {
+            return if leased_before {
+                Err(LeaseError::corrupt(
+                    location,
+                    "the worker id was leased before (epoch > 0) but its hash has no state \
+                     field: its high-water marks were lost (a reset or restored key?)",
+                ))
+            } else {
+                Ok(None)
+            };
+        }
+        if text.is_empty() {
+            // The empty record of a first grant: never used, any layout may start here.
+            return Ok(None);
+        }
+        let state = crate::record::decode(text)
+            .map_err(|reason| LeaseError::corrupt(location.clone(), reason))?;
+        if state.worker_id != worker_id {
+            return Err(LeaseError::corrupt(
+                location,
+                format!("the record is worker id {}'s", state.worker_id),
+            ));
+        }
+        Ok(Some(state))
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+impl Coordinator for RedisCoordinator {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {
+        if self.held.is_some() {
+            return Err(self.unavailable("this coordinator already holds a lease"));
+        }
+        let max = layout.max_worker_id();
+        let prefix = self.prefix.clone();
+        // The lowest free worker ids and their records: those usable at `now_ms` first
+        // (lowest worker id first), then the others by when they become usable. A record
+        // that cannot be read keeps its place among the usable ones, to be refused as before.
+        let listed: Vec<Listed> = self.with_connection(|connection| {
+            ::redis::Script::new(LIST)
+                .arg(&prefix)
+                .arg(max)
+                .arg(CANDIDATES)
+                .invoke(connection)
+        })?;
+        let mut candidates: Vec<(u64, u64)> = listed
+            .iter()
+            .map(|(worker, epoch, has_state, text)| {
+                let state = self.state_of(*worker, *epoch > 0, *has_state == 1, text);
+                let ready_at = state.map_or(0, |state| ready_at_ms(layout, state.as_ref(), now_ms));
+                (ready_at, *worker)
+            })
+            .collect();
+        candidates.sort_by_key(|&(ready_at, _)| ready_at); // stable: worker order within
+        let (owner, ttl_ms) = (self.owner.clone(), self.ttl_ms());
+        let granted: Option<Listed> = self.with_connection(|connection| {
+            let script = ::redis::Script::new(GRANT);
+            let mut invocation = script.prepare_invoke();
+            invocation.arg(&prefix).arg(&owner).arg(ttl_ms).arg(max);
+            for (_, worker) in &candidates {
+                invocation.arg(*worker);
+            }
+            invocation.invoke(connection)
+        })?;
+        let Some((worker_id, epoch, has_state, text)) = granted else {
+            return Err(LeaseError::Core(Error::WorkerPoolExhausted {
+                workers: max + 1,
+            }));
+        };
+        self.held = Some((worker_id, epoch, format!("{epoch} {owner}")));
+        match self.state_of(worker_id, epoch > 1, has_state == 1, &text) {
+            Ok(state) => Ok(Grant {
+                worker_id,
+                state,
+                ttl: Some(self.ttl),
+            }),
+            Err(error) => {
+                let _ = self.release(None);
+                Err(error)
+            }
+        }
+    }
+
+    fn renew(&mut self, state: &State) -> Result<(), LeaseError> {
+        let Some((worker_id, epoch, value)) = self.held.clone() else {
+            return Err(LeaseError::lost("this coordinator holds no lease"));
+        };
+        let (lease, worker) = self.keys(worker_id);
+        let (ttl_ms, record) = (self.ttl_ms(), crate::record::encode(state));
+        let renewed: i64 = self.with_connection(|connection| {
+            ::redis::Script::new(RENEW)
+                .key(&lease)
+                .key(&worker)
+                .arg(&value)
+                .arg(epoch)
+                .arg(ttl_ms)
+                .arg(&record)
+                .invoke(connection)
+        })?;
+        if renewed == 1 {
+            Ok(())
+        } else {
+            self.held = None;
+            Err(LeaseError::lost(format!(
+                "the lease on worker id {worker_id} expired or was taken over (epoch {epoch})"
+            )))
+        }
+    }
+
+    fn release(&mut self, state: Option<&State>) -> Result<(), LeaseError> {
+        let Some((worker_id, epoch, value)) = self.held.take() else {
+            return Ok(());
+        };
+        let (lease, worker) = self.keys(worker_id);
+        let record = state.map(crate::record::encode);
+        let _released: i64 = self.with_connection(|connection| {
+            let script = ::redis::Script::new(RELEASE);
+            let mut invocation = script.key(&lease);
+            invocation.key(&worker).arg(&value).arg(epoch);
+            if let Some(record) = &record {
+                invocation.arg(record);
+            }
+            invocation.invoke(connection)
+        })?;
+        Ok(())
+    }
+
+    fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError> {
+        let (_, worker) = self.keys(worker_id);
+        let (epoch, state): (Option<i64>, Option<Vec<u8>>) =
+            self.with_connection(|connection| {
+                ::redis::cmd("HMGET")
+                    .arg(&worker)
+                    .arg("epoch")
+                    .arg("state")
+                    .query(connection)
+            })?;
+        let has_state = state.is_some();
+        self.state_of(
+            worker_id,
+            epoch.unwrap_or(0) > 0,
+            has_state,
+            &state.unwrap_or_default(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::uri::connect;
+
+    fn refusal(uri: &str) -> String {
+        match connect(uri) {
+            Ok(target) => format!("OK {}", target.coordinator.describe()),
+            Err(error) => format!("{} {error}", error.code()),
+        }
+    }
+
+    #[test]
+    fn redis_uris_are_taken_apart_without_their_password() {
+        let shown = refusal("redis://me:s3cret@cache:6380/2?app=orders&ttl=2s");
+        assert_eq!(shown, "OK redis://me@cache:6380/2?app=orders");
+        let shown = refusal("rediss://:s3cret@[::1]:6380/0?app=a");
+        assert_eq!(shown, "OK rediss://[::1]:6380/0?app=a");
+        assert_eq!(refusal("redis://cache"), "OK redis://cache?app=default");
+    }
+
+    #[test]
+    fn bad_redis_uris_are_refused_with_invalid_uri() {
+        for (uri, says) in [
+            ("redis://h:1/x", "database number"),
+            ("redis://h:1/-1", "database number"),
+            ("redis://h:1/0?ttl=100ms", "ttl must be between"),
+            ("redis://h:1/0?ttl=bad", "ttl must look like"),
+            ("redis://h:1/0?app=a/b", "app must be"),
+            ("redis://h:1/0?table=t", "unknown parameter \"table\""),
+            ("redis://h:1,h:2/0", "one host"),
+            ("redis:///0", "one host"),
+            ("redis://h:1/0?cacert=/ca.pem", "rediss://"),
+            ("rediss://h:1/0?cacert=/nonexistent/ca.pem", "cannot read"),
+            ("redis://:%FF@h:1/0", "not UTF-8"),
+            ("redis://:pw@h:99999/0", "invalid port"),
+        ] {
+            let shown = refusal(uri);
+            assert!(shown.starts_with("INVALID_URI "), "{uri}: {shown}");
+            assert!(shown.contains(says), "{uri}: {shown}");
+        }
+        let shown = refusal("ftp://h/x");
+        assert!(shown.contains("redis://"), "the schemes listed: {shown}");
+    }
+}

@@ -1,0 +1,471 @@
+//! The `redis://` coordinator against a real Redis (Debian's `redis-server`, started on
+//! loopback by `make test-redis` through scripts/redis.sh), with real processes. Skipped
+//! without `CLOCKFLAKE_REDIS_URL` unless `CLOCKFLAKE_REDIS_REQUIRED` is set.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use clockflake::Layout;
+use clockflake_lease::{open, wall_ms, LeaseOptions, LeasedGenerator};
+use common::*;
+use redis::Commands;
+
+/// The timing tests run one at a time, so that they do not slow each other down.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn uri(app: &str, ttl: &str) -> String {
+    format!("{}?app={app}&ttl={ttl}", redis_url())
+}
+
+fn worker_key(app: &str, worker: u64) -> String {
+    format!("clockflake:{{{app}}}:worker:{worker}")
+}
+
+fn lease_key(app: &str, worker: u64) -> String {
+    format!("clockflake:{{{app}}}:lease:{worker}")
+}
+
+/// Opens until granted (a lease that has to expire first), for at most `patience`.
+fn open_when_free(uri: &str, layout: Layout, patience: Duration) -> (LeasedGenerator, u64) {
+    let started = Instant::now();
+    loop {
+        match open(uri, layout, LeaseOptions::default()) {
+            Ok(gen) => return (gen, wall_ms()),
+            Err(error)
+                if error.code() == "WORKER_POOL_EXHAUSTED" && started.elapsed() < patience =>
+            {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(error) => panic!("open: {error}"),
+        }
+    }
+}
+
+#[test]
+fn two_hundred_clients_race_for_128_worker_ids() {
+    if !redis_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let uri = uri(&app("race"), "30s");
+    let barrier = Arc::new(Barrier::new(200));
+    let clients: Vec<_> = (0..200)
+        .map(|_| {
+            let (uri, barrier) = (uri.clone(), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                open(&uri, Layout::CLOCKSEQ, LeaseOptions::default())
+            })
+        })
+        .collect();
+    let results: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let mut granted = Vec::new();
+    let mut refused = 0;
+    for result in &results {
+        match result {
+            Ok(gen) => granted.push(gen.worker_id()),
+            Err(error) => {
+                assert_eq!(error.code(), "WORKER_POOL_EXHAUSTED", "{error}");
+                refused += 1;
+            }
+        }
+    }
+    granted.sort_unstable();
+    assert_eq!(
+        granted,
+        (0..128).collect::<Vec<_>>(),
+        "exactly 128 grants, each id once"
+    );
+    assert_eq!(refused, 72);
+    let ids = results
+        .iter()
+        .flatten()
+        .flat_map(|gen| (0..50).map(|_| gen.next_id().unwrap()).collect::<Vec<_>>());
+    assert_eq!(assert_unique("128 holders", ids), 128 * 50);
+    for gen in results.iter().flatten() {
+        gen.close().unwrap();
+    }
+}
+
+fn timestamp(layout: &Layout, id: u64) -> u64 {
+    layout.decode(id).unwrap().timestamp_ms
+}
+
+/// A holder stopped with SIGSTOP for `factor` x the TTL while a rival tries to take its id.
+fn paused_holder(factor: f64) {
+    if !redis_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let layout = single_worker();
+    let ttl_ms = 1000u64;
+    let uri = uri(&app("pause"), "1s");
+    let holder = Watched::spawn(probe(&[
+        "--uri",
+        &uri,
+        "--single-worker",
+        "--every-ms",
+        "2",
+    ]));
+    holder.wait_for_ids(50);
+    let pause = Duration::from_millis((ttl_ms as f64 * factor) as u64);
+    signal(&holder.child, "STOP");
+    let stopped_at = wall_ms();
+    // The rival asks for the only worker id every 20 ms while the holder is stopped.
+    let rival = {
+        let uri = uri.clone();
+        std::thread::spawn(move || {
+            let until = Instant::now() + pause;
+            loop {
+                match open(&uri, layout, LeaseOptions::default()) {
+                    Ok(gen) => return Some((gen, wall_ms())),
+                    Err(error) => assert_eq!(error.code(), "WORKER_POOL_EXHAUSTED", "{error}"),
+                }
+                if Instant::now() >= until {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    std::thread::sleep(pause);
+    signal(&holder.child, "CONT");
+    let continued_at = wall_ms();
+    let mut rival = rival.join().unwrap();
+    if factor >= 1.0 && rival.is_none() {
+        // The lease expired at the end of the pause at the latest: the rival gets it now.
+        rival = Some(open_when_free(&uri, layout, Duration::from_secs(3)));
+    }
+    let rival_ids: Vec<u64> = match &rival {
+        Some((gen, _)) => paced(300, || gen.next_id().unwrap()),
+        None => Vec::new(),
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let lines = holder.finish();
+    let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+    let holder_ids = text_ids(&text);
+    let after_pause: Vec<u64> = holder_ids
+        .iter()
+        .copied()
+        .filter(|&id| timestamp(&layout, id) > stopped_at + 50)
+        .collect();
+    if factor < 1.0 {
+        assert!(rival.is_none(), "the rival got a live lease");
+        assert!(
+            after_pause
+                .iter()
+                .any(|&id| timestamp(&layout, id) > continued_at),
+            "the holder kept its lease and went on"
+        );
+        assert!(!text.contains("error "), "{text}");
+    } else {
+        let (_, granted_at) = rival.as_ref().unwrap();
+        assert!(*granted_at >= stopped_at);
+        assert!(
+            after_pause.is_empty(),
+            "the paused holder issued ids after its deadline: {:?}",
+            after_pause
+                .iter()
+                .map(|&id| timestamp(&layout, id) - stopped_at)
+                .collect::<Vec<_>>()
+        );
+        assert!(text.contains("error LEASE_LOST"), "{text}");
+        assert!(rival_ids.len() > 100);
+    }
+    assert_unique(
+        "holder + rival",
+        holder_ids.iter().chain(&rival_ids).copied(),
+    );
+}
+
+#[test]
+fn a_holder_paused_for_half_the_ttl_keeps_its_lease() {
+    paused_holder(0.5);
+}
+
+#[test]
+fn a_holder_paused_for_the_ttl_issues_nothing_after_its_deadline() {
+    paused_holder(1.0);
+}
+
+#[test]
+fn a_holder_paused_for_twice_the_ttl_issues_nothing_after_its_deadline() {
+    paused_holder(2.0);
+}
+
+#[test]
+fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
+    if !redis_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    // Released cleanly: the next holder is granted at once.
+    let uri = uri(&app("ahead"), "1s");
+    let second = handover_from_2s_ahead_repeats_nothing(&uri, "released handover");
+    second.close().unwrap();
+
+    // Killed: the lease expires on the server's clock and the rival resumes from the marks.
+    let layout = single_worker();
+    let uri = uri.replace("app=ahead", "app=ahead-killed");
+    let holder = Watched::spawn(probe(&[
+        "--uri",
+        &uri,
+        "--single-worker",
+        "--offset-ms",
+        "2000",
+        "--every-ms",
+        "1",
+    ]));
+    holder.wait_for_ids(300);
+    std::thread::sleep(Duration::from_millis(300));
+    let lines = holder.finish(); // SIGKILL: no release
+    let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+    let killed_ids = text_ids(&text);
+    let (rival, _) = open_when_free(&uri, layout, Duration::from_secs(5));
+    let rival_ids = paced(2500, || rival.next_id().unwrap());
+    let cs = |id: u64| layout.decode(id).unwrap().clock_seq;
+    assert_ne!(cs(rival_ids[0]), cs(killed_ids[0]));
+    assert_unique(
+        "killed handover",
+        killed_ids.iter().chain(&rival_ids).copied(),
+    );
+    rival.close().unwrap();
+}
+
+#[test]
+fn a_worker_hash_keeps_epoch_and_record_and_the_lease_key_expires() {
+    if !redis_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let app = app("keys");
+    let gen = open(&uri(&app, "2s"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let id = gen.next_id().unwrap();
+    let worker = gen.worker_id();
+    let mut redis = redis_connection();
+    let lease: String = redis.get(lease_key(&app, worker)).unwrap();
+    assert!(lease.starts_with("1 "), "epoch 1, then the owner: {lease}");
+    let ttl: i64 = redis.pttl(lease_key(&app, worker)).unwrap();
+    assert!(ttl > 0 && ttl <= 2000, "expires on the server: {ttl} ms");
+    assert_eq!(
+        redis.pttl::<_, i64>(worker_key(&app, worker)).unwrap(),
+        -1,
+        "the record never expires"
+    );
+    // The first renewal (a quarter of the TTL in) stores the record with the reservation.
+    std::thread::sleep(Duration::from_millis(800));
+    let record: String = redis.hget(worker_key(&app, worker), "state").unwrap();
+    let mark: u64 = record
+        .lines()
+        .find_map(|l| l.strip_prefix("high_water_ms "))
+        .and_then(|marks| marks.split(' ').next())
+        .and_then(|mark| mark.parse().ok())
+        .unwrap_or_else(|| panic!("{record}"));
+    assert!(mark >= Layout::CLOCKSEQ.decode(id).unwrap().timestamp_ms);
+    gen.close().unwrap();
+    assert!(
+        !redis.exists::<_, bool>(lease_key(&app, worker)).unwrap(),
+        "released"
+    );
+    let epoch: i64 = redis.hget(worker_key(&app, worker), "epoch").unwrap();
+    assert_eq!(epoch, 1);
+    // The next grant of that worker id raises the epoch.
+    let again = open(&uri(&app, "2s"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    assert_eq!(again.worker_id(), worker);
+    let epoch: i64 = redis.hget(worker_key(&app, worker), "epoch").unwrap();
+    assert_eq!(epoch, 2);
+    again.close().unwrap();
+}
+
+#[test]
+fn a_corrupt_record_is_refused_and_left_as_it_is() {
+    if !redis_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let app = app("corrupt");
+    let uri = uri(&app, "2s");
+    let layout = single_worker();
+    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    gen.close().unwrap();
+    let mut redis = redis_connection();
+    let key = worker_key(&app, 0);
+    let record: String = redis.hget(&key, "state").unwrap();
+    let damaged = record.replacen("clock_seq ", "clock_seq 9", 1);
+    let () = redis.hset(&key, "state", &damaged).unwrap();
+    let error = open(&uri, layout, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    assert!(error.to_string().contains("checksum mismatch"), "{error}");
+    assert!(
+        !redis.exists::<_, bool>(lease_key(&app, 0)).unwrap(),
+        "given back"
+    );
+    let kept: String = redis.hget(&key, "state").unwrap();
+    assert_eq!(kept, damaged, "not reset");
+    // Another layout's record is refused too.
+    let () = redis.hset(&key, "state", &record).unwrap();
+    let error = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+}
+
+/// A wall clock `.0` ms behind the system's.
+struct Behind(u64);
+
+impl clockflake::Clock for Behind {
+    fn now_ms(&self) -> u64 {
+        wall_ms() - self.0
+    }
+}
+
+fn behind(ms: u64) -> LeaseOptions {
+    LeaseOptions {
+        clock: Some(Arc::new(Behind(ms))),
+        ..LeaseOptions::default()
+    }
+}
+
+#[test]
+fn a_record_that_lost_its_marks_is_refused_never_read_as_unused() {
+    if !redis_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let app = app("lost-marks");
+    let uri = uri(&app, "2s");
+    let layout = single_worker();
+    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
+    let issued = paced(50, || gen.next_id().unwrap());
+    gen.close().unwrap();
+    let mut redis = redis_connection();
+    let () = redis.hdel(worker_key(&app, 0), "state").unwrap();
+    // Read as "never used", a holder whose clock is a minute behind would repeat those ids.
+    let error = open(&uri, layout, behind(60_000)).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    assert!(error.to_string().contains("lost"), "{error}");
+    assert!(
+        !redis.exists::<_, bool>(lease_key(&app, 0)).unwrap(),
+        "given back"
+    );
+    assert!(
+        !redis
+            .hexists::<_, _, bool>(worker_key(&app, 0), "state")
+            .unwrap(),
+        "left as it is"
+    );
+    assert!(!issued.is_empty());
+}
+
+#[test]
+fn a_fresh_worker_id_is_used_at_once_and_then_carries_a_record() {
+    if !redis_available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let uri = uri(&app("fresh"), "2s");
+    let layout = single_worker();
+    // Granted, then refused before any id (an epoch in the future): nothing was issued, and
+    // the worker id stays usable (its first grant wrote an empty record, not nothing).
+    let future = Layout::new(
+        &[
+            (clockflake::Field::Timestamp, 41),
+            (clockflake::Field::Sequence, 12),
+        ],
+        1,
+        wall_ms() + 3_600_000,
+    );
+    let refused = open(&uri, future.unwrap(), LeaseOptions::default()).unwrap_err();
+    assert_eq!(refused.code(), "EPOCH_IN_FUTURE", "{refused}");
+    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    gen.close().unwrap();
+}
+
+#[test]
+fn no_password_in_messages_and_a_wrong_one_is_refused() {
+    if !redis_available() {
+        return;
+    }
+    let url = redis_url();
+    let password = url
+        .split_once("://:")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .map(|(password, _)| password.to_owned())
+        .unwrap();
+    let gen = open(
+        &uri(&app("secret"), "2s"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        !gen.coordinator().contains(&password),
+        "{}",
+        gen.coordinator()
+    );
+    assert!(!format!("{gen:?}").contains(&password));
+    gen.close().unwrap();
+    let wrong = url.replace(&password, "Wr0ngR3disPw");
+    let error = open(
+        &format!("{wrong}?app=x&ttl=1s"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
+    assert!(!error.to_string().contains("Wr0ngR3disPw"), "{error}");
+    assert!(!format!("{error:?}").contains("Wr0ngR3disPw"), "{error:?}");
+}
+
+#[test]
+fn rediss_verifies_the_servers_certificate() {
+    if !redis_available() {
+        return;
+    }
+    let tls = redis_script("url-tls");
+    if tls.is_empty() {
+        eprintln!("skipped: the test server has no TLS port (no openssl)");
+        return;
+    }
+    let app = app("tls");
+    let gen = open(
+        &format!("{tls}&app={app}&ttl=2s"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap();
+    let ids = paced(50, || gen.next_id().unwrap());
+    assert!(!ids.is_empty());
+    assert!(
+        gen.coordinator().starts_with("rediss://"),
+        "{}",
+        gen.coordinator()
+    );
+    gen.close().unwrap();
+    // Without the test CA the certificate is not trusted: refused, never sent in the clear.
+    let untrusted = tls.split('?').next().unwrap();
+    let error = open(
+        &format!("{untrusted}?app={app}&ttl=2s"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
+    assert!(error.to_string().contains("certificate"), "{error}");
+    // rediss:// to the plain port: no TLS there, refused (not a plain-text fallback).
+    let port_of = |url: &str| {
+        let after = url.split("127.0.0.1:").nth(1).unwrap();
+        format!(":{}/", after.split('/').next().unwrap())
+    };
+    let to_plain = tls.replace(&port_of(&tls), &port_of(&redis_url()));
+    let error = open(
+        &format!("{to_plain}&app={app}&ttl=2s"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
+}
