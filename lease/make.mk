@@ -3,10 +3,13 @@
 #   make test-lease    lint, then every lease test against a throwaway PostgreSQL 15
 #                      (installed from apt if missing, stopped afterwards whatever happens)
 #   make bench-lease   leased vs static generator, per-id cost (BENCHMARKS.md)
+#   make test-lease-tls-skew   issue 15's TLS to PostgreSQL (lease/tests/postgres_tls.rs starts
+#                      its own TLS cluster) and the start-up clock check against PostgreSQL and
+#                      ZooKeeper (lease/tests/clock_skew.rs), both servers stopped afterwards
 
 LEASE_PG := $(ROOT)/scripts/postgres.sh
 
-.PHONY: demo-lease test-lease lint-lease bench-lease
+.PHONY: demo-lease test-lease lint-lease bench-lease test-lease-tls-skew
 
 demo-lease: setup-rust
 	$(CARGO) run -q -p clockflake-lease --example demo
@@ -23,9 +26,19 @@ test-lease: lint-lease
 	export CLOCKFLAKE_PG_URL=$$($(LEASE_PG) url); \
 	$(CARGO) test -p clockflake-lease
 
+test-lease-tls-skew: setup-rust
+	$(CARGO) build -q -p clockflake-lease --tests
+	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-lease-pg.XXXXXX) \
+	  CLOCKFLAKE_ZK_REQUIRED=1 CLOCKFLAKE_ZK_DIR=$${TMPDIR:-/tmp}/clockflake-zk-$$$$; \
+	trap '$(LEASE_PG) stop; $(ROOT)/scripts/zookeeper.sh stop' EXIT; \
+	$(LEASE_PG) start; \
+	export CLOCKFLAKE_PG_URL=$$($(LEASE_PG) url); \
+	export CLOCKFLAKE_ZK_URL=$$($(ROOT)/scripts/zookeeper.sh start); \
+	$(CARGO) test -p clockflake-lease --test postgres_tls --test clock_skew
+
 bench-lease: setup-rust
 	$(CARGO) bench -p clockflake-lease --bench lease
 
 DEMO_TARGETS += demo-lease
-TEST_TARGETS += test-lease
+TEST_TARGETS += test-lease test-lease-tls-skew
 BENCH_TARGETS += bench-lease

@@ -4,6 +4,7 @@
 #   scripts/postgres.sh start    install PostgreSQL 15 from apt if missing, create a cluster in
 #                                $CLOCKFLAKE_PG_DIR (a temp dir), start it on a free port
 #   scripts/postgres.sh url      print its URL: postgres://postgres@127.0.0.1:PORT/postgres
+#   scripts/postgres.sh ca       print the path of the CA certificate of a TLS cluster
 #   scripts/postgres.sh halt     stop the server immediately, keep the cluster (outage tests)
 #   scripts/postgres.sh resume   start the halted server again on the same port
 #   scripts/postgres.sh freeze   SIGSTOP the postmaster and every backend (the kernel still
@@ -13,6 +14,11 @@
 #
 # CLOCKFLAKE_PG_DIR defaults to /tmp/clockflake-lease-pg. As root the server runs as the
 # `postgres` user (runuser); otherwise as the current user.
+#
+# CLOCKFLAKE_PG_TLS=1 scripts/postgres.sh start: the cluster also speaks TLS (ssl=on), with a
+# throwaway CA and a server certificate for CN/SAN `localhost` made by `openssl` (installed
+# from apt if missing) in $CLOCKFLAKE_PG_DIR/tls: ca.crt (print its path with `ca`),
+# server.crt, server.key. Plain connections are still accepted.
 set -euo pipefail
 
 DIR=${CLOCKFLAKE_PG_DIR:-/tmp/clockflake-lease-pg}
@@ -31,6 +37,35 @@ install() {
   echo "postgres.sh: installing PostgreSQL 15 from apt" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql-15 >/dev/null
+}
+
+install_openssl() {
+  command -v openssl >/dev/null && return
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  echo "postgres.sh: installing openssl from apt" >&2
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq openssl >/dev/null
+}
+
+# A CA and a server certificate signed by it, for localhost, in $DIR/tls; ssl=on in the cluster.
+enable_tls() {
+  install_openssl
+  local tls="$DIR/tls"
+  mkdir -p "$tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=clockflake test CA" \
+    -keyout "$tls/ca.key" -out "$tls/ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+    -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' \
+    >"$tls/server.ext"
+  openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
+    -CAcreateserial -days 2 -extfile "$tls/server.ext" -out "$tls/server.crt" 2>/dev/null
+  chmod 600 "$tls/server.key" "$tls/ca.key"
+  chmod 644 "$tls/ca.crt" "$tls/server.crt"
+  if [ "$(id -u)" = 0 ]; then chown -R postgres: "$tls"; fi
+  printf "ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\n" \
+    "$tls/server.crt" "$tls/server.key" >>"$DIR/data/postgresql.conf"
 }
 
 free_port() {
@@ -61,12 +96,20 @@ case "${1:-}" in
     chmod 755 "$DIR"
     [ "$(id -u)" = 0 ] && chown postgres: "$DIR"
     as_pg "$PGBIN/initdb" -D "$DIR/data" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null
+    if [ "${CLOCKFLAKE_PG_TLS:-0}" = 1 ]; then enable_tls; fi
     free_port >"$DIR/port.tmp" && mv "$DIR/port.tmp" "$DIR/port"
     server_start
     echo "postgres.sh: PostgreSQL 15 running on 127.0.0.1:$(cat "$DIR/port") (cluster in $DIR)" >&2
     ;;
   url)
     echo "postgres://postgres@127.0.0.1:$(cat "$DIR/port")/postgres"
+    ;;
+  ca)
+    if [ ! -f "$DIR/tls/ca.crt" ]; then
+      echo "postgres.sh: no TLS in $DIR (start it with CLOCKFLAKE_PG_TLS=1)" >&2
+      exit 1
+    fi
+    echo "$DIR/tls/ca.crt"
     ;;
   halt)
     as_pg "$PGBIN/pg_ctl" -D "$DIR/data" -m immediate -w stop >/dev/null
@@ -89,7 +132,7 @@ case "${1:-}" in
     rm -rf "$DIR"
     ;;
   *)
-    echo "usage: $0 start|url|halt|resume|stop" >&2
+    echo "usage: $0 start|url|ca|halt|resume|freeze|thaw|stop" >&2
     exit 2
     ;;
 esac

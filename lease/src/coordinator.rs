@@ -60,6 +60,81 @@ pub trait Coordinator: Send {
 
     /// Reads the stored state record of any worker id, for inspection.
     fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError>;
+
+    /// The coordinator's own clock, Unix ms, read with one request to its server, for the
+    /// start-up clock check ([`check_clock`]): PostgreSQL's `now()`, the `mtime` of a
+    /// ZooKeeper node written for it. Called once at start, after [`Coordinator::acquire`]
+    /// (so on the connection the grant used) and only when [`Coordinator::max_skew`] is not
+    /// `None`; the caller times the request and compares the server's clock with the local
+    /// one at its midpoint. The default, `None`, is for coordinators with no clock apart from
+    /// this host's (`file://`): nothing to compare.
+    fn server_time_ms(&mut self) -> Result<Option<u64>, LeaseError> {
+        Ok(None)
+    }
+
+    /// The largest difference between the local clock and [`Coordinator::server_time_ms`]
+    /// allowed at start (the URI's `max_skew`, see [`parse_max_skew`]); `None` turns the check
+    /// off (`max_skew=off`). The default is [`DEFAULT_MAX_SKEW`].
+    fn max_skew(&self) -> Option<Duration> {
+        Some(DEFAULT_MAX_SKEW)
+    }
+}
+
+/// The default `max_skew` of coordinators with a clock of their own (`postgres://`,
+/// `zookeeper://`): 5 s.
+pub const DEFAULT_MAX_SKEW: Duration = Duration::from_secs(5);
+
+/// The value of a `max_skew` URI parameter: `off`, or a duration like `5s`, `500ms`, `1m`
+/// (at least 1 ms). `uri` is for the `INVALID_URI` message only.
+pub(crate) fn parse_max_skew(uri: &str, value: &str) -> Result<Option<Duration>, LeaseError> {
+    if value.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    crate::parse_duration(value)
+        .filter(|d| !d.is_zero())
+        .map(Some)
+        .ok_or_else(|| {
+            crate::uri::invalid(
+                uri,
+                "max_skew must be off or look like 5s, 500ms or 1m (at least 1ms)",
+            )
+        })
+}
+
+/// The start-up clock check: reads the coordinator's clock ([`Coordinator::server_time_ms`])
+/// and compares it with `local_ms()` (the generator's clock) at the midpoint of that request.
+/// Returns the measured skew (local minus server, ms; `None` when the check is off or the
+/// coordinator has no clock of its own), or `CLOCK_SKEW` when it is above
+/// [`Coordinator::max_skew`] by more than half the round trip (the measurement's uncertainty).
+/// The caller gives the worker id back untouched on an error.
+pub(crate) fn check_clock(
+    coordinator: &mut dyn Coordinator,
+    local_ms: impl Fn() -> u64,
+) -> Result<Option<i64>, LeaseError> {
+    let Some(max_skew) = coordinator.max_skew() else {
+        return Ok(None);
+    };
+    let sent_ms = local_ms();
+    let sent = std::time::Instant::now();
+    let Some(server_ms) = coordinator.server_time_ms()? else {
+        return Ok(None);
+    };
+    // The round trip on a monotonic clock (an injected local clock may not advance).
+    let round_trip_ms = u64::try_from(sent.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let local_ms = sent_ms.saturating_add(round_trip_ms / 2);
+    let skew_ms = i64::try_from(i128::from(local_ms) - i128::from(server_ms)).unwrap_or(i64::MAX);
+    let max_skew_ms = u64::try_from(max_skew.as_millis()).unwrap_or(u64::MAX);
+    if skew_ms.unsigned_abs() > max_skew_ms.saturating_add(round_trip_ms.div_ceil(2)) {
+        return Err(LeaseError::ClockSkew {
+            coordinator: coordinator.describe(),
+            local_ms,
+            server_ms,
+            skew_ms,
+            round_trip_ms,
+            max_skew_ms,
+        });
+    }
+    Ok(Some(skew_ms))
 }
 
 fn tick(layout: &Layout, ms: u64) -> u64 {

@@ -4,7 +4,8 @@ use std::fmt;
 
 /// Why a leased generator refused. [`LeaseError::code`] is a stable SCREAMING_SNAKE string:
 /// core's codes (`LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, `INVALID_STATE`, ...) where core has
-/// one, and `INVALID_URI`, `COORDINATOR_UNAVAILABLE`, `GENERATOR_CLOSED` for what core cannot know.
+/// one, and `INVALID_URI`, `COORDINATOR_UNAVAILABLE`, `GENERATOR_CLOSED`, `CLOCK_SKEW` for what
+/// core cannot know.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LeaseError {
@@ -56,6 +57,24 @@ pub enum LeaseError {
     },
     /// `GENERATOR_CLOSED`: `close()` was called; the worker id has been released.
     Closed,
+    /// `CLOCK_SKEW`: at start-up the local clock (the generator's) and the coordinator's
+    /// differed by more than the URI's `max_skew` (default 5 s). The worker id was given back
+    /// untouched and no id was issued: a clock set back (or far ahead) at start-up would
+    /// otherwise issue ids out of time order, or wait out or skip the stored marks.
+    ClockSkew {
+        /// Which coordinator.
+        coordinator: String,
+        /// The local clock at the midpoint of the request that read the server's, Unix ms.
+        local_ms: u64,
+        /// The coordinator's clock, Unix ms.
+        server_ms: u64,
+        /// `local_ms - server_ms`: positive when the local clock is ahead.
+        skew_ms: i64,
+        /// The round trip of that request, ms (the measurement is good to half of it).
+        round_trip_ms: u64,
+        /// The largest skew allowed, ms.
+        max_skew_ms: u64,
+    },
     /// `INVALID_LAYOUT`: a layout with more worker ids than a coordinator hands out
     /// ([`crate::MAX_LEASED_WORKERS`]).
     TooManyWorkers {
@@ -76,13 +95,18 @@ impl LeaseError {
                 "COORDINATOR_UNAVAILABLE"
             }
             LeaseError::Closed => "GENERATOR_CLOSED",
+            LeaseError::ClockSkew { .. } => "CLOCK_SKEW",
             LeaseError::TooManyWorkers { .. } => "INVALID_LAYOUT",
         }
     }
 
     /// The codes this crate adds to core's [`clockflake::Error::CODES`].
-    pub const CODES: [&'static str; 3] =
-        ["INVALID_URI", "COORDINATOR_UNAVAILABLE", "GENERATOR_CLOSED"];
+    pub const CODES: [&'static str; 4] = [
+        "INVALID_URI",
+        "COORDINATOR_UNAVAILABLE",
+        "GENERATOR_CLOSED",
+        "CLOCK_SKEW",
+    ];
 
     /// When a retry of the same call can succeed, Unix ms (core's sequence and clock refusals).
     pub fn retry_at_ms(&self) -> Option<u64> {
@@ -172,6 +196,22 @@ impl fmt::Display for LeaseError {
             LeaseError::Closed => {
                 f.write_str("generator closed: its worker-id lease was released by close()")
             }
+            LeaseError::ClockSkew {
+                coordinator,
+                local_ms,
+                server_ms,
+                skew_ms,
+                round_trip_ms,
+                max_skew_ms,
+            } => write!(
+                f,
+                "clock skew: the local clock reads {local_ms} (Unix ms) and {coordinator}'s \
+                 clock {server_ms}: the local clock is {} ms {} (measured over a {round_trip_ms} ms \
+                 round trip), more than max_skew={max_skew_ms}ms; the worker id was given back \
+                 untouched and no id was issued: correct the clock (NTP) or set max_skew",
+                skew_ms.unsigned_abs(),
+                if *skew_ms >= 0 { "ahead" } else { "behind" }
+            ),
             LeaseError::TooManyWorkers { workers } => write!(
                 f,
                 "invalid layout: leases cover layouts of at most {} worker ids, found {workers}",

@@ -228,6 +228,9 @@ pub struct LeaseStats {
     pub deadline_in_ms: Option<u64>,
     /// Wall ms up to which the persisted reservation lets ids be issued (0 once stopped).
     pub reserved_until_ms: u64,
+    /// The start-up clock check: the generator's clock minus the coordinator's, ms (positive:
+    /// the local clock is ahead); `None` when not measured (`file://`, `max_skew=off`).
+    pub measured_skew_ms: Option<i64>,
 }
 
 /// The counters of [`LeaseStats`]; `+=` adds another generator's (a service that re-leases
@@ -279,6 +282,8 @@ pub struct LeasedGenerator {
     renewer: Mutex<Option<JoinHandle<()>>>,
     worker_id: u64,
     layout: Layout,
+    /// The start-up clock check's skew (see [`LeaseStats::measured_skew_ms`]).
+    measured_skew_ms: Option<i64>,
 }
 
 impl std::fmt::Debug for LeasedGenerator {
@@ -663,6 +668,16 @@ impl LeasedGenerator {
         let describe = coordinator.describe();
         let sent_boot_ms = boot_ms();
         let grant = coordinator.acquire(&layout, Time::new(&options).now_ms())?;
+        // The start-up clock check (`max_skew`): refused, the worker id goes back untouched.
+        let time = Time::new(&options);
+        let measured_skew_ms =
+            match crate::coordinator::check_clock(coordinator.as_mut(), || time.now_ms()) {
+                Ok(skew) => skew,
+                Err(error) => {
+                    let _ = coordinator.release(None);
+                    return Err(error);
+                }
+            };
         let build = match Self::resume_grant(
             &mut coordinator,
             layout,
@@ -689,6 +704,7 @@ impl LeasedGenerator {
             renewer: Mutex::new(Some(renewer)),
             worker_id: grant.worker_id,
             layout,
+            measured_skew_ms,
         })
     }
 
@@ -1029,6 +1045,7 @@ impl LeasedGenerator {
             },
             deadline_in_ms,
             reserved_until_ms: shared.reserved_wall_ms.load(Ordering::Acquire),
+            measured_skew_ms: self.measured_skew_ms,
         }
     }
 

@@ -5,15 +5,256 @@
 //! the future. Grant and renewal are single conditional `UPDATE`s: a renewal matches only
 //! `owner = $me AND epoch = $mine AND expires_at > now()`, and zero rows means the lease is
 //! gone. Row leases, not advisory locks: they survive connection poolers and reconnects.
+//!
+//! TLS ([`SslMode`], `sslrootcert=`) as libpq means it, with rustls (the `ring` provider).
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clockflake::{Error, Layout, State, MAX_CLOCK_SEQS};
 use postgres::error::SqlState;
-use postgres::{Client, Config, NoTls, Row};
+use postgres::{Client, Config, Row};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::coordinator::{ready_at_ms, Coordinator, Grant};
 use crate::LeaseError;
+
+/// `sslmode=` of a `postgres://` URI, as libpq spells and means it.
+///
+/// | mode | encrypted | certificate checked |
+/// |---|---|---|
+/// | `disable` | never | - |
+/// | `prefer` (default) | if the server offers TLS, else plain | only with `sslrootcert` (as `verify-ca`) |
+/// | `require` | always: refused if the server offers no TLS | only with `sslrootcert` (as `verify-ca`) |
+/// | `verify-ca` | always | chain against `sslrootcert` |
+/// | `verify-full` | always | chain against `sslrootcert`, and the host name |
+///
+/// Without `sslrootcert`, `~/.postgresql/root.crt` is used when it exists (libpq's default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum SslMode {
+    /// No TLS.
+    Disable,
+    /// TLS if the server offers it (and plain if the TLS handshake fails, as libpq does).
+    #[default]
+    Prefer,
+    /// TLS or nothing, without checking the certificate (unless `sslrootcert` is given).
+    Require,
+    /// TLS, with the certificate chain checked against `sslrootcert`.
+    VerifyCa,
+    /// TLS, with the certificate chain and the host name checked.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// The mode libpq spells `text`.
+    pub fn parse(text: &str) -> Option<SslMode> {
+        Some(match text {
+            "disable" => SslMode::Disable,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            _ => return None,
+        })
+    }
+
+    /// As libpq spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+}
+
+/// The TLS settings of a `postgres://` coordinator: [`SslMode`] and the CA certificates.
+#[derive(Clone)]
+pub(crate) struct PgTls {
+    mode: SslMode,
+    root_cert: Option<PathBuf>,
+    connector: MakeRustlsConnect,
+}
+
+impl std::fmt::Debug for PgTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgTls")
+            .field("mode", &self.mode)
+            .field("root_cert", &self.root_cert)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How far a certificate is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    /// Encryption only (the handshake's signatures are still checked).
+    Nothing,
+    /// The chain against the CA certificates.
+    Chain,
+    /// The chain and the host name.
+    Full,
+}
+
+impl PgTls {
+    /// The settings for `mode`, with the CA certificates of `root_cert` (a PEM file): given,
+    /// or `~/.postgresql/root.crt` if it exists. The error says what is wrong, for
+    /// `INVALID_URI`.
+    pub fn new(mode: SslMode, root_cert: Option<&Path>) -> Result<PgTls, String> {
+        let root_cert = match root_cert {
+            Some(path) if path == Path::new("system") => {
+                return Err("sslrootcert=system is not supported: give the CA file (PEM)".into())
+            }
+            Some(path) => Some(path.to_owned()),
+            None => std::env::var_os("HOME")
+                .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
+                .filter(|path| path.is_file()),
+        };
+        let check = match (mode, &root_cert) {
+            (SslMode::VerifyCa | SslMode::VerifyFull, None) => {
+                return Err(format!(
+                    "sslmode={} checks the server's certificate: give sslrootcert=FILE (the CA \
+                     certificates, PEM)",
+                    mode.as_str()
+                ))
+            }
+            (SslMode::VerifyFull, Some(_)) => Check::Full,
+            (SslMode::Disable, _) | (SslMode::Prefer | SslMode::Require, None) => Check::Nothing,
+            (_, Some(_)) => Check::Chain,
+        };
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let algorithms = provider.signature_verification_algorithms;
+        let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|error| format!("TLS: {error}"))?;
+        let webpki = match (&root_cert, check) {
+            (Some(path), Check::Chain | Check::Full) => {
+                let mut roots = RootCertStore::empty();
+                let certs = CertificateDer::pem_file_iter(path)
+                    .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                    .map_err(|error| {
+                        format!("sslrootcert {}: cannot read it: {error}", path.display())
+                    })?;
+                let (added, _) = roots.add_parsable_certificates(certs);
+                if added == 0 {
+                    return Err(format!(
+                        "sslrootcert {}: no CA certificate in it (expected PEM)",
+                        path.display()
+                    ));
+                }
+                let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .build()
+                    .map_err(|error| format!("sslrootcert {}: {error}", path.display()))?;
+                Some(webpki)
+            }
+            _ => None,
+        };
+        let check = if webpki.is_some() {
+            check
+        } else {
+            Check::Nothing
+        };
+        let config = builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Verifier {
+                webpki,
+                check,
+                algorithms,
+            }))
+            .with_no_client_auth();
+        Ok(PgTls {
+            mode,
+            root_cert: root_cert.filter(|_| check != Check::Nothing),
+            connector: MakeRustlsConnect::new(config),
+        })
+    }
+}
+
+/// The certificate check of [`Check`]: webpki's, with the host-name part left out for
+/// `verify-ca`, or none at all.
+#[derive(Debug)]
+struct Verifier {
+    webpki: Option<Arc<WebPkiServerVerifier>>,
+    check: Check,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(webpki) = self
+            .webpki
+            .as_ref()
+            .filter(|_| self.check != Check::Nothing)
+        else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) if self.check == Check::Chain => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+/// The rustls error somewhere in `error`'s chain (tokio-rustls wraps it in an `io::Error`,
+/// whose `source()` skips it).
+fn rustls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(found) = error.downcast_ref::<rustls::Error>() {
+            return Some(found);
+        }
+        if let Some(found) = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(found);
+        }
+        next = error.source();
+    }
+    None
+}
 
 /// The table, created if missing (`{table}` is replaced by the `table=` parameter,
 /// `clockflake_leases` by default).
@@ -54,6 +295,9 @@ pub struct PostgresCoordinator {
     ttl: Duration,
     held: Option<(u64, i64)>,
     schema_ready: bool,
+    /// `None`: `sslmode=prefer` without `sslrootcert`, built at the first connection.
+    tls: Option<PgTls>,
+    max_skew: Option<Duration>,
 }
 
 impl std::fmt::Debug for PostgresCoordinator {
@@ -93,7 +337,95 @@ impl PostgresCoordinator {
             ttl,
             held: None,
             schema_ready: false,
+            tls: None,
+            max_skew: Some(crate::coordinator::DEFAULT_MAX_SKEW),
         }
+    }
+
+    /// Connects with these TLS settings (`sslmode`, `sslrootcert`) instead of libpq's default
+    /// (`prefer`).
+    pub(crate) fn with_tls(mut self, tls: PgTls) -> PostgresCoordinator {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The start-up clock check's bound (`max_skew`; `None`: off); 5 s by default.
+    pub fn with_max_skew(mut self, max_skew: Option<Duration>) -> PostgresCoordinator {
+        self.max_skew = max_skew;
+        self
+    }
+
+    /// A new connection under the TLS settings. Under `prefer`, a server that offers no TLS
+    /// is used in plain text, and so (as libpq does) is one whose TLS handshake fails.
+    fn connect(&self) -> Result<Client, LeaseError> {
+        use postgres::config::SslMode as Wire;
+        let tls = match &self.tls {
+            Some(tls) => tls.clone(),
+            None => PgTls::new(SslMode::Prefer, None).map_err(|error| self.unavailable(error))?,
+        };
+        let mut config = self.config.clone();
+        config.ssl_mode(match tls.mode {
+            SslMode::Disable => Wire::Disable,
+            SslMode::Prefer => Wire::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => Wire::Require,
+        });
+        match config.connect(tls.connector.clone()) {
+            Ok(client) => Ok(client),
+            Err(error) if tls.mode == SslMode::Prefer && rustls_error(&error).is_some() => {
+                config.ssl_mode(Wire::Disable);
+                config
+                    .connect(tls.connector.clone())
+                    .map_err(|error| self.connect_error(&tls, &error))
+            }
+            Err(error) => Err(self.connect_error(&tls, &error)),
+        }
+    }
+
+    /// `COORDINATOR_UNAVAILABLE` for a failed connection, saying plainly when it was TLS: a
+    /// server that offers none, or a certificate check (which one).
+    fn connect_error(&self, tls: &PgTls, error: &postgres::Error) -> LeaseError {
+        let text = error.to_string();
+        let mut chain = text.clone();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            chain.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        let reason = if chain.contains("server does not support TLS") {
+            format!(
+                "the server does not offer TLS, and sslmode={} requires it",
+                tls.mode.as_str()
+            )
+        } else if let Some(rustls::Error::InvalidCertificate(problem)) = rustls_error(error) {
+            let shown = rustls::Error::InvalidCertificate(problem.clone());
+            let roots = tls
+                .root_cert
+                .as_ref()
+                .map_or_else(String::new, |path| path.display().to_string());
+            match problem {
+                CertificateError::NotValidForName
+                | CertificateError::NotValidForNameContext { .. } => {
+                    format!(
+                        "TLS certificate check (host name) failed: the server's certificate does \
+                         not name the host connected to ({shown}); sslmode={} checks the host \
+                         name: connect by a name the certificate carries",
+                        tls.mode.as_str()
+                    )
+                }
+                CertificateError::UnknownIssuer | CertificateError::BadSignature => format!(
+                    "TLS certificate check (chain) failed: the server's certificate is not \
+                     signed by a CA of sslrootcert {roots} ({shown}); sslmode={}",
+                    tls.mode.as_str()
+                ),
+                _ => format!(
+                    "TLS certificate check failed ({shown}); sslmode={}",
+                    tls.mode.as_str()
+                ),
+            }
+        } else {
+            text
+        };
+        self.unavailable(reason)
     }
 
     /// The owner token this coordinator writes into the rows it holds.
@@ -122,10 +454,7 @@ impl PostgresCoordinator {
     ) -> Result<T, LeaseError> {
         if self.client.as_ref().is_none_or(|client| client.is_closed()) {
             self.client = None;
-            let mut client = self
-                .config
-                .connect(NoTls)
-                .map_err(|error| self.unavailable(error))?;
+            let mut client = self.connect()?;
             let timeout_ms = (self.ttl / 2).max(Duration::from_millis(200)).as_millis();
             client
                 .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
@@ -429,6 +758,22 @@ impl Coordinator for PostgresCoordinator {
             }
         }
         Ok(())
+    }
+
+    /// PostgreSQL's `clock_timestamp()`: one statement on the grant's connection.
+    fn server_time_ms(&mut self) -> Result<Option<u64>, LeaseError> {
+        let row = self.with_client(|client, _| {
+            client.query_one(
+                "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+                &[],
+            )
+        })?;
+        let ms: i64 = row.get(0);
+        Ok(u64::try_from(ms).ok())
+    }
+
+    fn max_skew(&self) -> Option<Duration> {
+        self.max_skew
     }
 
     fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError> {

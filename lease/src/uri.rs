@@ -15,7 +15,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::file::{FileCoordinator, Sharing};
-use crate::pg::PostgresCoordinator;
+use crate::pg::{PgTls, PostgresCoordinator, SslMode};
 use crate::{Coordinator, LeaseError};
 
 /// The default application namespace when the URI names none.
@@ -485,6 +485,13 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
             Some(_) => return Err(invalid(uri, "mode must be private or group")),
         };
         passthrough.retain(|(key, _)| *key != "mode");
+        if passthrough.iter().any(|(key, _)| *key == "max_skew") {
+            return Err(invalid(
+                uri,
+                "max_skew is a postgres:// and zookeeper:// parameter: file:// has no clock \
+                 apart from this host's to compare with",
+            ));
+        }
         if let Some((key, _)) = passthrough.first() {
             return Err(invalid(
                 uri,
@@ -553,17 +560,35 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
             format!("table must be a lowercase SQL identifier, found {table:?}"),
         ));
     }
+    // sslmode and sslrootcert as libpq means them (the `postgres` crate knows three modes,
+    // and no sslrootcert), and the start-up clock check's bound.
+    let mut take = |name: &str| {
+        let at = passthrough.iter().position(|(key, _)| *key == name)?;
+        Some(passthrough.remove(at).1)
+    };
+    let sslmode = match take("sslmode") {
+        None => SslMode::Prefer,
+        Some(mode) => SslMode::parse(mode).ok_or_else(|| {
+            invalid(
+                uri,
+                "sslmode must be disable, prefer, require, verify-ca or verify-full",
+            )
+        })?,
+    };
+    let sslrootcert = take("sslrootcert").map(std::path::Path::new);
+    let tls = PgTls::new(sslmode, sslrootcert).map_err(|reason| invalid(uri, reason))?;
+    let max_skew = match take("max_skew") {
+        None => Some(crate::coordinator::DEFAULT_MAX_SKEW),
+        Some(value) => crate::coordinator::parse_max_skew(uri, value)?,
+    };
     let config = pg_config(uri, &parts, &passthrough)?;
     let describe = format!("{}?app={app}", parts.base());
     Ok(Target {
-        coordinator: Box::new(PostgresCoordinator::new(
-            config,
-            describe,
-            &table,
-            &app,
-            ttl,
-            owner_token(),
-        )),
+        coordinator: Box::new(
+            PostgresCoordinator::new(config, describe, &table, &app, ttl, owner_token())
+                .with_tls(tls)
+                .with_max_skew(max_skew),
+        ),
         reserve: ttl,
     })
 }
@@ -761,6 +786,12 @@ mod tests {
             "postgres://u@127.0.0.1/db?table=Robert');DROP",
             "postgres://u@127.0.0.1/db?reserve=1s",
             "postgres://u@127.0.0.1/db?nonsense_param=1",
+            "postgres://u@127.0.0.1/db?sslmode=verify",
+            "postgres://u@127.0.0.1/db?sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem",
+            "postgres://u@127.0.0.1/db?sslrootcert=system",
+            "postgres://u@127.0.0.1/db?max_skew=soon",
+            "postgres://u@127.0.0.1/db?max_skew=0s",
+            "file:///tmp/x?max_skew=5s",
         ] {
             assert_eq!(code(uri), "INVALID_URI", "{uri}");
         }

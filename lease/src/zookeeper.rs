@@ -32,6 +32,7 @@ const FRESH_PER_ROUND: usize = 256;
 /// |---|---|---|
 /// | `servers/<identity>_<worker>` | persistent: the worker id a server identity had, kept across restarts | the worker's state record (the text of the `file://` state files), empty until the first reservation |
 /// | `instances/<worker>` | ephemeral: the worker id is in use by a live session | `<identity> <session timeout ms>` |
+/// | `clock` | persistent: written at every start-up for the clock check (`max_skew`); its `mtime` is the server's clock | the identity that wrote it last |
 ///
 /// Start-up ([`Coordinator::acquire`]), on a new session every time:
 /// 1. the worker ids of this identity's own `servers` nodes whose `instances` node is absent
@@ -77,6 +78,7 @@ pub struct ZooKeeperCoordinator {
     identity: String,
     session_timeout: Duration,
     cache: Option<PathBuf>,
+    max_skew: Option<Duration>,
     describe: String,
     runtime: Option<tokio::runtime::Runtime>,
     session: Option<Session>,
@@ -231,8 +233,9 @@ impl ZooKeeperCoordinator {
     /// Parameters: `ttl` (session timeout, 200 ms to 60 s, default 10 s; the server may
     /// negotiate it into its own `minSessionTimeout`..`maxSessionTimeout`), `server` (this
     /// server's identity, default `<ip>:<port>` with the `port` parameter, or `<ip>:<pid>`),
-    /// `port`, `cache` (an absolute path of a file remembering the last worker id), and `app`
-    /// when the path names no application.
+    /// `port`, `cache` (an absolute path of a file remembering the last worker id), `max_skew`
+    /// (the start-up clock check's bound, default 5 s, `off` to skip it), and `app` when the
+    /// path names no application.
     pub fn from_uri(uri: &str) -> Result<ZooKeeperCoordinator, LeaseError> {
         if !uri
             .get(..12)
@@ -265,6 +268,7 @@ impl ZooKeeperCoordinator {
         let mut identity = None;
         let mut port = None;
         let mut cache = None;
+        let mut max_skew = Some(crate::coordinator::DEFAULT_MAX_SKEW);
         for (key, value) in parts.query {
             match key.as_str() {
                 "app" => app = Some(value),
@@ -294,12 +298,13 @@ impl ZooKeeperCoordinator {
                     }
                     cache = Some(PathBuf::from(value));
                 }
+                "max_skew" => max_skew = crate::coordinator::parse_max_skew(uri, &value)?,
                 other => {
                     return Err(invalid(
                         uri,
                         format!(
                             "unknown parameter {other:?} for zookeeper:// \
-                             (expected app, ttl, server, port, cache)"
+                             (expected app, ttl, server, port, cache, max_skew)"
                         ),
                     ))
                 }
@@ -340,6 +345,7 @@ impl ZooKeeperCoordinator {
             identity,
             session_timeout: ttl,
             cache,
+            max_skew,
             describe,
             runtime: None,
             session: None,
@@ -982,6 +988,31 @@ impl Coordinator for ZooKeeperCoordinator {
         result
     }
 
+    /// The server's clock: the `mtime` ZooKeeper gives the `clock` node when this session
+    /// writes it (created on first use), one round trip on the grant's session.
+    fn server_time_ms(&mut self) -> Result<Option<u64>, LeaseError> {
+        let path = format!("{}/clock", self.root);
+        let data = self.identity.clone().into_bytes();
+        let written = self.call(|client| async move {
+            match client.set_data(&path, &data, None).await {
+                Err(zk::Error::NoNode) => {}
+                other => return other,
+            }
+            match client.create(&path, &data, &open_options()).await {
+                Ok((stat, _)) => Ok(stat),
+                // Another server created it meanwhile: write it.
+                Err(zk::Error::NodeExists) => client.set_data(&path, &data, None).await,
+                Err(error) => Err(error),
+            }
+        });
+        let stat = written.map_err(|fault| self.unavailable(format!("clock check: {fault}")))?;
+        Ok(u64::try_from(stat.mtime).ok())
+    }
+
+    fn max_skew(&self) -> Option<Duration> {
+        self.max_skew
+    }
+
     fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError> {
         let connected_here = self.session.is_none();
         if connected_here {
@@ -1093,6 +1124,7 @@ mod tests {
             "zookeeper://u@h:1/snowflake/a",
             "zookeeper://h:1/snowflake/a?ttl=100ms",
             "zookeeper://h:1/snowflake/a?ttl=2m",
+            "zookeeper://h:1/snowflake/a?max_skew=soon",
             "zookeeper://h:1/snowflake/a?bogus=1",
             "zookeeper://h:1/snowflake/a?app=b",
             "zookeeper://h:1/snowflake/../x",
