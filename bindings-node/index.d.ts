@@ -73,6 +73,11 @@ export interface GeneratorStats {
   deadlineInMs: number | null;
   /** Unix ms up to which the persisted reservation lets ids be issued (0: none). */
   reservedUntilMs: number;
+  /**
+   * The start-up clock check (`max_skew`): this host's clock minus the coordinator's, ms
+   * (positive: ahead); `null` when not measured (`file://`, `max_skew=off`, a fixed worker id).
+   */
+  measuredSkewMs: number | null;
 }
 
 /** Options of `Generator.resume`: the constructor's without `workerId` (it comes from the state). */

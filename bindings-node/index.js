@@ -525,14 +525,21 @@ class Generator {
    * Counters for metrics: `workerId`, `state` ('active', 'lost', 'closed' or 'forked'),
    * `leased`, and for a leased generator renewals and their failures, clock steps back,
    * clock-sequence switches, waits and their time (µs), ms to the lease deadline (null: never
-   * expires) and the reservation (Unix ms; 0 for a fixed worker id). Counted on slow paths
+   * expires), the reservation (Unix ms; 0 for a fixed worker id) and the skew measured by the
+   * start-up clock check (local minus the coordinator's clock, ms; null when not measured:
+   * file://, max_skew=off, a fixed worker id). Counted on slow paths
    * only; reading them never waits.
    */
   stats() {
     if (this.#lease !== null) {
       const stats = native.leasedStats(this.#lease);
       // napi leaves out an absent Option: null, as the .d.ts says.
-      return { ...stats, leased: true, deadlineInMs: stats.deadlineInMs ?? null };
+      return {
+        ...stats,
+        leased: true,
+        deadlineInMs: stats.deadlineInMs ?? null,
+        measuredSkewMs: stats.measuredSkewMs ?? null,
+      };
     }
     return {
       workerId: this.workerId,
@@ -546,6 +553,7 @@ class Generator {
       waitUs: 0,
       deadlineInMs: null,
       reservedUntilMs: 0,
+      measuredSkewMs: null,
     };
   }
 

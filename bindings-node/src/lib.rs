@@ -640,6 +640,8 @@ pub struct LeaseStatsOut {
     pub wait_us: f64,
     pub deadline_in_ms: Option<f64>,
     pub reserved_until_ms: f64,
+    /// The start-up clock check: local minus the coordinator's clock, ms (`None`: not measured).
+    pub measured_skew_ms: Option<f64>,
 }
 
 /// The counters of a leased generator (never waits, never leases).
@@ -657,6 +659,7 @@ pub fn leased_stats(generator: &External<LeasedGenerator>) -> LeaseStatsOut {
         wait_us: number(stats.counters.wait_us),
         deadline_in_ms: stats.deadline_in_ms.map(number),
         reserved_until_ms: number(stats.reserved_until_ms),
+        measured_skew_ms: stats.measured_skew_ms.map(|ms| ms as f64),
     }
 }
 

@@ -399,6 +399,7 @@ test('stats(): a leased generator counts renewals and clock-sequence switches; a
     assert.deepEqual(fixed.stats(), {
       workerId: 3, state: 'active', leased: false, renewals: 0, renewalFailures: 0,
       clockStepsBack: 0, clockSeqSwitches: 0, waits: 0, waitUs: 0, deadlineInMs: null, reservedUntilMs: 0,
+      measuredSkewMs: null,
     });
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -106,6 +106,14 @@ pub fn lease_samples() -> Vec<(&'static str, bool)> {
             reason: String::new(),
         },
         LeaseError::Closed,
+        LeaseError::ClockSkew {
+            coordinator: String::new(),
+            local_ms: 0,
+            server_ms: 0,
+            skew_ms: 0,
+            round_trip_ms: 0,
+            max_skew_ms: 0,
+        },
     ];
     errors
         .iter()

@@ -534,7 +534,9 @@ impl PyGenerator {
     /// Counters for metrics, as a dict: `worker_id`, `state` ("active", "lost", "closed" or
     /// "forked"), `leased`, and for a leased generator `renewals`, `renewal_failures`,
     /// `clock_steps_back`, `clock_seq_switches`, `waits`, `wait_us`, `deadline_in_ms` (None:
-    /// the lease never expires) and `reserved_until_ms` (0 for a fixed worker id). Counted on
+    /// the lease never expires), `reserved_until_ms` (0 for a fixed worker id) and
+    /// `measured_skew_ms` (the start-up clock check: local minus the coordinator's clock, ms;
+    /// None when not measured: file://, max_skew=off, a static worker id). Counted on
     /// slow paths only; reading them never leases or waits.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let stats = PyDict::new(py);
@@ -564,6 +566,7 @@ impl PyGenerator {
                     stats.set_item("wait_us", figures.counters.wait_us)?;
                     stats.set_item("deadline_in_ms", figures.deadline_in_ms)?;
                     stats.set_item("reserved_until_ms", figures.reserved_until_ms)?;
+                    stats.set_item("measured_skew_ms", figures.measured_skew_ms)?;
                 }
                 // A forked child that has not leased its own worker id yet.
                 None => unleased_stats(&stats, None, "forked", true)?,
@@ -729,5 +732,6 @@ fn unleased_stats(
     ] {
         stats.set_item(counter, 0)?;
     }
+    stats.set_item("measured_skew_ms", None::<i64>)?;
     stats.set_item("deadline_in_ms", None::<u64>)
 }

@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
+import clockflake
 from clockflake import (
     ClockflakeError,
+    ClockSkewError,
     CoordinatorUnavailableError,
     Generator,
     GeneratorClosedError,
@@ -641,3 +643,40 @@ def test_stats_of_a_leased_and_a_fixed_generator(tmp_path: Path) -> None:
         "clock_steps_back": 0, "clock_seq_switches": 0, "waits": 0, "wait_us": 0,
         "deadline_in_ms": None, "reserved_until_ms": 0,
     }
+
+
+# --- the start-up clock check (max_skew) -----------------------------------------------------
+
+
+def test_clock_skew_error_is_a_runtime_error_with_its_code() -> None:
+    assert issubclass(ClockSkewError, ClockflakeError) and issubclass(ClockSkewError, RuntimeError)
+    assert not issubclass(ClockSkewError, ValueError)
+    assert ClockSkewError.code == "CLOCK_SKEW" and "CLOCK_SKEW" in _clockflake.LEASE_ERROR_CODES
+    assert _errors._RAISE_BY_CODE["CLOCK_SKEW"] is ClockSkewError
+    assert "ClockSkewError" in clockflake.__all__ and clockflake.ClockSkewError is ClockSkewError
+
+
+def test_file_leases_measure_no_clock_skew_and_refuse_max_skew(tmp_path: Path) -> None:
+    with Generator.open(uri(tmp_path)) as gen:
+        assert gen.stats()["measured_skew_ms"] is None
+    assert Generator(worker_id=1).stats()["measured_skew_ms"] is None
+    with pytest.raises(InvalidUriError, match="file:// has no clock"):
+        Generator.open(uri(tmp_path) + "&max_skew=5s")
+
+
+@pytest.mark.skipif(not PG_URL, reason="CLOCKFLAKE_PG_URL not set (make test-python-pg starts a server)")
+def test_postgres_stats_report_the_measured_clock_skew() -> None:
+    base = f"{PG_URL}?app=python-skew-{os.getpid()}&ttl=2s"
+    with Generator.open(base) as gen:
+        skew = gen.stats()["measured_skew_ms"]
+        # The server runs on this machine, on the same clock.
+        assert isinstance(skew, int) and abs(skew) <= 300, skew
+    with Generator.open(base + "&max_skew=off") as gen:
+        assert gen.stats()["measured_skew_ms"] is None
+
+
+@pytest.mark.skipif(not ZK_URL, reason="CLOCKFLAKE_ZK_URL not set (make test-python-zk starts a server)")
+def test_zookeeper_stats_report_the_measured_clock_skew() -> None:
+    with Generator.open(f"{ZK_URL}/clockflake/python-skew-{os.getpid()}?ttl=2s") as gen:
+        skew = gen.stats()["measured_skew_ms"]
+        assert isinstance(skew, int) and abs(skew) <= 300, skew

@@ -33,6 +33,7 @@ __all__ = [
     "InvalidUriError",
     "CoordinatorUnavailableError",
     "GeneratorClosedError",
+    "ClockSkewError",
     "InvalidPublicIdError",
     "UnknownKeyVersionError",
     "InvalidKeyVersionError",
@@ -226,6 +227,14 @@ class GeneratorClosedError(ClockflakeError, RuntimeError):
     code = "GENERATOR_CLOSED"
 
 
+class ClockSkewError(ClockflakeError, RuntimeError):
+    """At start-up the local clock and the lease coordinator's differed by more than the URI's
+    ``max_skew`` (default 5 s): the message states both clocks (Unix ms) and the difference. The
+    worker id was given back untouched and no id was issued."""
+
+    code = "CLOCK_SKEW"
+
+
 # The coordinator cannot be reached or failed (I/O error, database down): also ConnectionError,
 # an OSError, so that code retrying on connection problems catches it.
 
@@ -262,6 +271,7 @@ _BY_CODE: dict[str, type[ClockflakeError]] = {
         InvalidUriError,
         CoordinatorUnavailableError,
         GeneratorClosedError,
+        ClockSkewError,
         InvalidPublicIdError,
         UnknownKeyVersionError,
         InvalidKeyVersionError,

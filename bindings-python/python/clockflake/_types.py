@@ -59,6 +59,7 @@ class GeneratorStats(TypedDict):
     wait_us: int
     deadline_in_ms: int | None
     reserved_until_ms: int
+    measured_skew_ms: int | None
 
 
 LayoutArg = Union[str, LayoutSpec, LayoutInfo, None]
