@@ -59,7 +59,8 @@ REDIS_RUN = export CLOCKFLAKE_REDIS_REQUIRED=1 CLOCKFLAKE_REDIS_DIR=$${TMPDIR:-/
 test-redis: setup-rust
 	$(REDIS_RUN); \
 	$(CARGO) test -p clockflake-lease --test redis --test redis_outage; \
-	$(CARGO) test -p clockflake-lease --test restart_storm redis
+	$(CARGO) test -p clockflake-lease --test restart_storm redis; \
+	$(CARGO) test -p clockflake-lease --test clock_skew redis
 
 redis-start:
 	$(REDIS_SCRIPT) start

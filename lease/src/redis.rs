@@ -112,6 +112,8 @@ pub struct RedisCoordinator {
     ttl: Duration,
     /// The worker id held, its epoch, and the lease key's value `EPOCH OWNER`.
     held: Option<(u64, i64, String)>,
+    /// The start-up clock check's bound (`max_skew`; `None`: off).
+    max_skew: Option<Duration>,
 }
 
 impl std::fmt::Debug for RedisCoordinator {
@@ -198,6 +200,7 @@ impl RedisCoordinator {
             owner,
             ttl,
             held: None,
+            max_skew: Some(crate::coordinator::DEFAULT_MAX_SKEW),
         })
     }
 
@@ -297,6 +300,14 @@ impl RedisCoordinator {
 
     fn ttl_ms(&self) -> u64 {
         u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+impl RedisCoordinator {
+    /// The start-up clock check's bound (`max_skew`; `None`: off); 5 s by default.
+    pub fn with_max_skew(mut self, max_skew: Option<Duration>) -> RedisCoordinator {
+        self.max_skew = max_skew;
+        self
     }
 }
 
@@ -401,6 +412,17 @@ impl Coordinator for RedisCoordinator {
             invocation.invoke(connection)
         })?;
         Ok(())
+    }
+
+    /// Redis `TIME`: seconds and microseconds on the server's clock.
+    fn server_time_ms(&mut self) -> Result<Option<u64>, LeaseError> {
+        let (seconds, micros): (u64, u64) =
+            self.with_connection(|connection| ::redis::cmd("TIME").query(connection))?;
+        Ok(Some(seconds * 1000 + micros / 1000))
+    }
+
+    fn max_skew(&self) -> Option<Duration> {
+        self.max_skew
     }
 
     fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError> {

@@ -677,6 +677,7 @@ fn redis_target(uri: &str) -> Result<Target, LeaseError> {
     let mut app = DEFAULT_APP.to_owned();
     let mut ttl = DEFAULT_TTL;
     let mut cacert = None;
+    let mut max_skew = Some(crate::coordinator::DEFAULT_MAX_SKEW);
     for (key, value) in &parts.query {
         match key.as_str() {
             "app" => app = value.clone(),
@@ -685,13 +686,14 @@ fn redis_target(uri: &str) -> Result<Target, LeaseError> {
                     .filter(|d| !d.is_zero())
                     .ok_or_else(|| invalid(uri, "ttl must look like 10s, 1500ms or 2m"))?
             }
+            "max_skew" => max_skew = crate::coordinator::parse_max_skew(uri, value)?,
             "cacert" if tls => cacert = Some(value.clone()),
             "cacert" => return Err(invalid(uri, "cacert is a rediss:// (TLS) parameter")),
             _ => {
                 return Err(invalid(
                     uri,
                     format!(
-                        "unknown parameter {key:?} for {}:// (expected app, ttl{})",
+                        "unknown parameter {key:?} for {}:// (expected app, ttl, max_skew{})",
                         parts.scheme,
                         if tls { ", cacert" } else { "" }
                     ),
@@ -749,7 +751,8 @@ fn redis_target(uri: &str) -> Result<Target, LeaseError> {
     };
     let coordinator =
         crate::redis::RedisCoordinator::new(endpoint, describe, &app, ttl, owner_token())
-            .map_err(|reason| invalid(uri, reason))?;
+            .map_err(|reason| invalid(uri, reason))?
+            .with_max_skew(max_skew);
     Ok(Target {
         coordinator: Box::new(coordinator),
         reserve: ttl,

@@ -129,3 +129,12 @@ fn zookeeper_refuses_a_clock_10s_off_and_reports_the_skew() {
     let base = format!("{}/snowflake/{}?ttl=2s&server=skew", zk_url(), app("skew"));
     the_clock_check(&base, &format!("{base}&max_skew=off"));
 }
+
+#[test]
+fn redis_refuses_a_clock_10s_off_and_reports_the_skew() {
+    if !redis_available() {
+        return;
+    }
+    let base = format!("{}?app={}&ttl=2s", redis_url(), app("skew"));
+    the_clock_check(&base, &format!("{base}&max_skew=off"));
+}
