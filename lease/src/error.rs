@@ -170,8 +170,10 @@ impl fmt::Display for LeaseError {
                 f,
                 "invalid uri: {reason}, found {uri:?}; expected file:///DIR?app=NAME, \
                  postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s, \
-                 redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s (rediss:// for TLS) or \
-                 zookeeper://HOST:PORT[,HOST:PORT...]/snowflake/APP?ttl=10s"
+                 redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s (rediss:// for TLS), \
+                 zookeeper://HOST:PORT[,HOST:PORT...]/snowflake/APP?ttl=10s, \
+                 k8s:///DIR?app=NAME (a StatefulSet pod's ordinal) or env:///DIR?app=NAME \
+                 (CLOCKFLAKE_WORKER_ID)"
             ),
             LeaseError::CoordinatorUnavailable {
                 coordinator,

@@ -14,9 +14,13 @@
 //! Parameters: `app` (namespace, default `default`); `file://`: `reserve` (how far ahead the
 //! state is persisted, default `1s`) and `mode` (`private`, the default: directories 0700 and
 //! files 0600, a pool directory writable by others refused; `group`: 0770/0660 for a shared
-//! group); `postgres://`: `ttl` (default `10s`), `table` (default `clockflake_leases`), and
-//! any parameter of the `postgres` crate (`sslmode`, ...); `redis://`: `ttl` (default `10s`) and,
-//! for `rediss://`, `cacert` (a PEM file to trust instead of the system's roots).
+//! group); `postgres://`: `ttl` (default `10s`), `table` (default `clockflake_leases`),
+//! `sslmode` (`disable`, `prefer` (default), `require`, `verify-ca`, `verify-full`, as libpq,
+//! over rustls) and `sslrootcert`, and any other connection parameter of the `postgres` crate;
+//! `redis://`: `ttl` (default `10s`) and, for `rediss://`, `cacert` (a PEM file to trust
+//! instead of the system's roots); `postgres://`, `zookeeper://` and `redis://`: `max_skew`
+//! (the start-up clock check, default `5s`, `off`); `k8s://` and `env://`: `app`, `reserve`,
+//! `mode` as `file://`.
 //!
 //! ```no_run
 //! use clockflake::Layout;

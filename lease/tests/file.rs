@@ -496,7 +496,14 @@ fn an_invalid_uri_names_every_coordinator_scheme() {
     let error = open("ftp://host/ids", Layout::CLOCKSEQ, LeaseOptions::default()).unwrap_err();
     assert_eq!(error.code(), "INVALID_URI");
     let message = error.to_string();
-    for scheme in ["file:///", "postgres://", "zookeeper://"] {
+    for scheme in [
+        "file:///",
+        "postgres://",
+        "zookeeper://",
+        "redis://",
+        "k8s:///",
+        "env:///",
+    ] {
         assert!(message.contains(scheme), "{message}");
     }
 }
