@@ -17,6 +17,7 @@ demo-lease: setup-rust
 lint-lease: setup-rust
 	$(CARGO) fmt -p clockflake-lease --check
 	$(CARGO) clippy -p clockflake-lease --no-deps --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p clockflake-lease --no-deps
 
 test-lease: lint-lease
 	$(CARGO) build -q -p clockflake-lease --tests --bins

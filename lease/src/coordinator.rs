@@ -38,7 +38,7 @@ pub trait Coordinator: Send {
     /// `layout.max_worker_id() + 1` are held.
     ///
     /// `now_ms` is the starting generator's wall clock (Unix ms). Among free worker ids, one
-    /// whose record it can use at once ([`ready_at_ms`] is 0) is preferred over one whose
+    /// whose record it can use at once (`ready_at_ms` is 0) is preferred over one whose
     /// every clock sequence is marked at or after `now_ms`: a restart with the clock behind
     /// then starts at once instead of waiting for those marks to pass.
     fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError>;
@@ -62,7 +62,7 @@ pub trait Coordinator: Send {
     fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError>;
 
     /// The coordinator's own clock, Unix ms, read with one request to its server, for the
-    /// start-up clock check ([`check_clock`]): PostgreSQL's `now()`, the `mtime` of a
+    /// start-up clock check (`check_clock`): PostgreSQL's `now()`, the `mtime` of a
     /// ZooKeeper node written for it. Called once at start, after [`Coordinator::acquire`]
     /// (so on the connection the grant used) and only when [`Coordinator::max_skew`] is not
     /// `None`; the caller times the request and compares the server's clock with the local
@@ -73,8 +73,8 @@ pub trait Coordinator: Send {
     }
 
     /// The largest difference between the local clock and [`Coordinator::server_time_ms`]
-    /// allowed at start (the URI's `max_skew`, see [`parse_max_skew`]); `None` turns the check
-    /// off (`max_skew=off`). The default is [`DEFAULT_MAX_SKEW`].
+    /// allowed at start (the URI's `max_skew`, see `parse_max_skew`); `None` turns the check
+    /// off (`max_skew=off`). The default is `DEFAULT_MAX_SKEW` (5 s).
     fn max_skew(&self) -> Option<Duration> {
         Some(DEFAULT_MAX_SKEW)
     }
