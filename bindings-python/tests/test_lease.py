@@ -641,7 +641,7 @@ def test_stats_of_a_leased_and_a_fixed_generator(tmp_path: Path) -> None:
     assert fixed.stats() == {
         "worker_id": 3, "state": "active", "leased": False, "renewals": 0, "renewal_failures": 0,
         "clock_steps_back": 0, "clock_seq_switches": 0, "waits": 0, "wait_us": 0,
-        "deadline_in_ms": None, "reserved_until_ms": 0,
+        "deadline_in_ms": None, "reserved_until_ms": 0, "measured_skew_ms": None,
     }
 
 
