@@ -394,6 +394,11 @@ impl Shared {
 
     fn invalidate_after_fork(&self) {
         self.forked.store(true, Ordering::Release);
+        self.stop_ids();
+    }
+
+    /// Stops ids at once: a deadline and a reservation that every id has passed.
+    fn stop_ids(&self) {
         self.deadline_boot_ms.store(0, Ordering::Release);
         self.reserved_wall_ms.store(0, Ordering::Release);
     }
@@ -401,8 +406,7 @@ impl Shared {
     /// Refuses once forked, lost or closed; reads atomics (and, once lost, the reason).
     fn check_alive(&self) -> Result<(), LeaseError> {
         if self.is_forked() {
-            self.invalidate_after_fork();
-            return Err(LeaseError::Core(Error::WorkerIdInvalidated));
+            return Err(self.refuse_forked());
         }
         match self.lifecycle.load(Ordering::Acquire) {
             ACTIVE => Ok(()),
@@ -488,8 +492,7 @@ impl Shared {
 
     /// Stops ids at once (atomics first) and records why; the first reason stays.
     fn lose(&self, reason: String) -> LeaseError {
-        self.deadline_boot_ms.store(0, Ordering::Release);
-        self.reserved_wall_ms.store(0, Ordering::Release);
+        self.stop_ids();
         let mut notes = lock(&self.notes);
         if self
             .lifecycle
@@ -553,8 +556,7 @@ impl Shared {
                 let cs_bits = self.layout().compose_clock_seq(state.clock_seq);
                 self.reserved_cs_bits.store(cs_bits, Ordering::Release);
                 if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
-                    self.deadline_boot_ms.store(0, Ordering::Release);
-                    self.reserved_wall_ms.store(0, Ordering::Release);
+                    self.stop_ids();
                 }
                 let _signal = lock(&self.signal);
                 self.renewed.notify_all();
@@ -667,28 +669,26 @@ impl LeasedGenerator {
         }
         let describe = coordinator.describe();
         let sent_boot_ms = boot_ms();
-        let grant = coordinator.acquire(&layout, Time::new(&options).now_ms())?;
-        // The start-up clock check (`max_skew`): refused, the worker id goes back untouched.
         let time = Time::new(&options);
-        let measured_skew_ms =
-            match crate::coordinator::check_clock(coordinator.as_mut(), || time.now_ms()) {
-                Ok(skew) => skew,
-                Err(error) => {
-                    let _ = coordinator.release(None);
-                    return Err(error);
-                }
-            };
-        let build = match Self::resume_grant(
-            &mut coordinator,
-            layout,
-            &options,
-            reserve,
-            sent_boot_ms,
-            &grant,
-        ) {
-            Ok(build) => build,
+        let grant = coordinator.acquire(&layout, time.now_ms())?;
+        // The start-up clock check (`max_skew`), then the worker's record. Refused, the worker
+        // id goes back untouched (a broken record stays as it is).
+        let prepared = crate::coordinator::check_clock(coordinator.as_mut(), || time.now_ms())
+            .and_then(|skew| {
+                let build = Self::resume_grant(
+                    &mut coordinator,
+                    layout,
+                    &options,
+                    reserve,
+                    sent_boot_ms,
+                    &grant,
+                    time,
+                )?;
+                Ok((skew, build))
+            });
+        let (measured_skew_ms, build) = match prepared {
+            Ok(prepared) => prepared,
             Err(error) => {
-                // Give the worker id back untouched; a broken record stays as it is.
                 let _ = coordinator.release(None);
                 return Err(error);
             }
@@ -718,8 +718,8 @@ impl LeasedGenerator {
         reserve: Duration,
         sent_boot_ms: u64,
         grant: &Grant,
+        time: Time,
     ) -> Result<impl FnOnce(Box<dyn Coordinator>, String) -> Shared, LeaseError> {
-        let time = Time::new(options);
         let now_ms = time.now_ms();
         layout.check_time(now_ms)?;
         let mut state = match grant.state {
@@ -1075,10 +1075,8 @@ impl LeasedGenerator {
             shared.invalidate_after_fork();
             return Ok(());
         }
-        shared.deadline_boot_ms.store(0, Ordering::Release);
-        shared.reserved_wall_ms.store(0, Ordering::Release);
+        shared.stop_ids();
         let previous = shared.lifecycle.swap(CLOSED, Ordering::AcqRel);
-        shared.reserved_wall_ms.store(0, Ordering::Release);
         if previous == CLOSED {
             return Ok(());
         }
