@@ -169,6 +169,26 @@ pub fn choose_clock_seq(layout: &Layout, state: &State, now_ms: u64) -> (u64, u6
     )
 }
 
+/// Free worker ids in the order a starting holder should try them: those whose record it
+/// can use at `now_ms` first, lowest worker id first, then the others by when their record
+/// becomes usable. A record that cannot be read keeps its place among the usable ones, so
+/// that taking it refuses it (`INVALID_STATE`) as before. `listed` is in worker-id order.
+pub(crate) fn preference_order<W>(
+    layout: &Layout,
+    now_ms: u64,
+    listed: impl IntoIterator<Item = (W, Result<Option<State>, LeaseError>)>,
+) -> Vec<W> {
+    let mut candidates: Vec<(u64, W)> = listed
+        .into_iter()
+        .map(|(worker, state)| {
+            let ready_at = state.map_or(0, |state| ready_at_ms(layout, state.as_ref(), now_ms));
+            (ready_at, worker)
+        })
+        .collect();
+    candidates.sort_by_key(|&(ready_at, _)| ready_at); // stable: worker order within
+    candidates.into_iter().map(|(_, worker)| worker).collect()
+}
+
 /// From when (wall ms) a holder starting at `now_ms` can issue ids under a stored record
 /// (`None`: never used): 0 when at once. Coordinators prefer worker ids for which this is 0.
 ///

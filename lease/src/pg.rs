@@ -23,7 +23,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::coordinator::{ready_at_ms, Coordinator, Grant};
+use crate::coordinator::{preference_order, Coordinator, Grant};
 use crate::LeaseError;
 
 /// `sslmode=` of a `postgres://` URI, as libpq spells and means it.
@@ -597,9 +597,7 @@ impl Coordinator for PostgresCoordinator {
         const FREE: &str = "(owner IS NULL OR expires_at IS NULL OR expires_at <= now())";
         // How many free rows are read to find one whose record is usable at once.
         const CANDIDATES: usize = 256;
-        // The lowest free rows and their records: those usable at `now_ms` first (lowest
-        // worker id first), then the others by when they become usable. A record that cannot
-        // be read keeps its place among the usable ones, to be refused as before.
+        // The lowest free worker ids and their records, tried in `preference_order`.
         let listed = self.with_client(|client, table| {
             client.query(
                 &format!(
@@ -610,18 +608,16 @@ impl Coordinator for PostgresCoordinator {
                 &[&app, &max],
             )
         })?;
-        let mut candidates: Vec<(u64, i32)> = listed
-            .iter()
-            .map(|row| {
+        let order: Vec<i32> = preference_order(
+            layout,
+            now_ms,
+            listed.iter().map(|row| {
                 let worker: i32 = row.get("worker_id");
                 let leased_before = row.get::<_, i64>("epoch") > 0;
                 let state = self.state_of(row, u64::try_from(worker).unwrap_or(0), leased_before);
-                let ready_at = state.map_or(0, |state| ready_at_ms(layout, state.as_ref(), now_ms));
-                (ready_at, worker)
-            })
-            .collect();
-        candidates.sort_by_key(|&(ready_at, _)| ready_at); // stable: worker order within
-        let order: Vec<i32> = candidates.into_iter().map(|(_, worker)| worker).collect();
+                (worker, state)
+            }),
+        );
         // One statement: the first candidate nobody else is taking right now (SKIP LOCKED),
         // taken only if it is still free when locked. If every candidate went to others
         // meanwhile, the lowest free row, as one statement too.

@@ -23,7 +23,7 @@ use ::redis::{
 };
 use clockflake::{Error, Layout, State};
 
-use crate::coordinator::{ready_at_ms, Coordinator, Grant};
+use crate::coordinator::{preference_order, Coordinator, Grant};
 use crate::LeaseError;
 
 /// How many free worker ids are read to find one whose record is usable at once.
@@ -322,9 +322,7 @@ impl Coordinator for RedisCoordinator {
         }
         let max = layout.max_worker_id();
         let prefix = self.prefix.clone();
-        // The lowest free worker ids and their records: those usable at `now_ms` first
-        // (lowest worker id first), then the others by when they become usable. A record
-        // that cannot be read keeps its place among the usable ones, to be refused as before.
+        // The lowest free worker ids and their records, tried in `preference_order`.
         let listed: Vec<Listed> = self.with_connection(|connection| {
             ::redis::Script::new(LIST)
                 .arg(&prefix)
@@ -332,21 +330,22 @@ impl Coordinator for RedisCoordinator {
                 .arg(CANDIDATES)
                 .invoke(connection)
         })?;
-        let mut candidates: Vec<(u64, u64)> = listed
-            .iter()
-            .map(|(worker, epoch, has_state, text)| {
-                let state = self.state_of(*worker, *epoch > 0, *has_state == 1, text);
-                let ready_at = state.map_or(0, |state| ready_at_ms(layout, state.as_ref(), now_ms));
-                (ready_at, *worker)
-            })
-            .collect();
-        candidates.sort_by_key(|&(ready_at, _)| ready_at); // stable: worker order within
+        let candidates: Vec<u64> = preference_order(
+            layout,
+            now_ms,
+            listed.iter().map(|(worker, epoch, has_state, text)| {
+                (
+                    *worker,
+                    self.state_of(*worker, *epoch > 0, *has_state == 1, text),
+                )
+            }),
+        );
         let (owner, ttl_ms) = (self.owner.clone(), self.ttl_ms());
         let granted: Option<Listed> = self.with_connection(|connection| {
             let script = ::redis::Script::new(GRANT);
             let mut invocation = script.prepare_invoke();
             invocation.arg(&prefix).arg(&owner).arg(ttl_ms).arg(max);
-            for (_, worker) in &candidates {
+            for worker in &candidates {
                 invocation.arg(*worker);
             }
             invocation.invoke(connection)
