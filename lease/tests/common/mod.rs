@@ -6,10 +6,12 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use clockflake::{Field, Layout};
+use clockflake_lease::{open, wall_ms, LeaseOptions, LeasedGenerator};
 
 pub const PROBE: &str = env!("CARGO_BIN_EXE_clockflake-lease-probe");
 
@@ -207,11 +209,7 @@ pub fn zk_url() -> String {
 /// holder's, whose clock passes through the first one's times. Had the next holder ignored the
 /// stored marks, the same (time, clock_seq, worker, sequence) would repeat. Returns the next
 /// holder, still open.
-pub fn handover_from_2s_ahead_repeats_nothing(
-    uri: &str,
-    label: &str,
-) -> clockflake_lease::LeasedGenerator {
-    use clockflake_lease::{open, wall_ms, LeaseOptions};
+pub fn handover_from_2s_ahead_repeats_nothing(uri: &str, label: &str) -> LeasedGenerator {
     let ahead = LeaseOptions {
         clock: Some(Arc::new(|| wall_ms() + 2000)),
         ..LeaseOptions::default()
@@ -270,4 +268,154 @@ pub fn redis_connection() -> redis::Connection {
         .unwrap()
         .get_connection()
         .unwrap()
+}
+
+/// Opens `uri` as soon as a worker id is free (waiting at most `patience`), and when.
+pub fn open_when_free(uri: &str, layout: Layout, patience: Duration) -> (LeasedGenerator, u64) {
+    let started = Instant::now();
+    loop {
+        match open(uri, layout, LeaseOptions::default()) {
+            Ok(gen) => return (gen, wall_ms()),
+            Err(error)
+                if error.code() == "WORKER_POOL_EXHAUSTED" && started.elapsed() < patience =>
+            {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(error) => panic!("open: {error}"),
+        }
+    }
+}
+
+fn timestamp_of(layout: &Layout, id: u64) -> u64 {
+    layout.decode(id).unwrap().timestamp_ms
+}
+
+/// 200 clients race for the 128 worker ids of `clockseq` on `uri` (a TTL long enough for
+/// the race): exactly 128 grants, each worker id once, 72 `WORKER_POOL_EXHAUSTED`, and the
+/// holders' ids unique. Run against every coordinator with expiring leases.
+pub fn two_hundred_clients_race_for_128_worker_ids(uri: &str) {
+    let uri = uri.to_owned();
+    let barrier = Arc::new(Barrier::new(200));
+    let clients: Vec<_> = (0..200)
+        .map(|_| {
+            let (uri, barrier) = (uri.clone(), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                open(&uri, Layout::CLOCKSEQ, LeaseOptions::default())
+            })
+        })
+        .collect();
+    let results: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let mut granted = Vec::new();
+    let mut refused = 0;
+    for result in &results {
+        match result {
+            Ok(gen) => granted.push(gen.worker_id()),
+            Err(error) => {
+                assert_eq!(error.code(), "WORKER_POOL_EXHAUSTED", "{error}");
+                refused += 1;
+            }
+        }
+    }
+    granted.sort_unstable();
+    assert_eq!(
+        granted,
+        (0..128).collect::<Vec<_>>(),
+        "exactly 128 grants, each id once"
+    );
+    assert_eq!(refused, 72);
+    // Every holder can issue ids, and they are unique across holders.
+    let ids = results
+        .iter()
+        .flatten()
+        .flat_map(|gen| (0..50).map(|_| gen.next_id().unwrap()).collect::<Vec<_>>());
+    assert_eq!(assert_unique("128 holders", ids), 128 * 50);
+    for gen in results.iter().flatten() {
+        gen.close().unwrap();
+    }
+}
+
+/// A holder of the only worker id of `uri` (with a TTL of `ttl_ms`) stopped with SIGSTOP
+/// for `factor` x the TTL while a rival tries to take its id; `settle_ms` after the rival's
+/// ids, the holder's output is read. Under the TTL it keeps its lease; from the TTL on it
+/// issues nothing after its deadline and the rival gets the id; ids never repeat.
+pub fn paused_holder(uri: &str, ttl_ms: u64, factor: f64, settle_ms: u64) {
+    let layout = single_worker();
+    let uri = uri.to_owned();
+    let holder = Watched::spawn(probe(&[
+        "--uri",
+        &uri,
+        "--single-worker",
+        "--every-ms",
+        "2",
+    ]));
+    holder.wait_for_ids(50);
+    let pause = Duration::from_millis((ttl_ms as f64 * factor) as u64);
+    signal(&holder.child, "STOP");
+    let stopped_at = wall_ms();
+    // The rival asks for the only worker id every 20 ms while the holder is stopped.
+    let rival = {
+        let uri = uri.clone();
+        std::thread::spawn(move || {
+            let until = Instant::now() + pause;
+            loop {
+                match open(&uri, layout, LeaseOptions::default()) {
+                    Ok(gen) => return Some((gen, wall_ms())),
+                    Err(error) => assert_eq!(error.code(), "WORKER_POOL_EXHAUSTED", "{error}"),
+                }
+                if Instant::now() >= until {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    std::thread::sleep(pause);
+    signal(&holder.child, "CONT");
+    let continued_at = wall_ms();
+    let mut rival = rival.join().unwrap();
+    if factor >= 1.0 && rival.is_none() {
+        // The lease expired at the end of the pause at the latest: the rival gets it now.
+        rival = Some(open_when_free(&uri, layout, Duration::from_secs(3)));
+    }
+    let rival_ids: Vec<u64> = match &rival {
+        Some((gen, _)) => paced(300, || gen.next_id().unwrap()),
+        None => Vec::new(),
+    };
+    std::thread::sleep(Duration::from_millis(settle_ms));
+    let lines = holder.finish();
+    let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+    let holder_ids = text_ids(&text);
+    let after_pause: Vec<u64> = holder_ids
+        .iter()
+        .copied()
+        .filter(|&id| timestamp_of(&layout, id) > stopped_at + 50)
+        .collect();
+    if factor < 1.0 {
+        assert!(rival.is_none(), "the rival got a live lease");
+        assert!(
+            after_pause
+                .iter()
+                .any(|&id| timestamp_of(&layout, id) > continued_at),
+            "the holder kept its lease and went on"
+        );
+        assert!(!text.contains("error "), "{text}");
+    } else {
+        let (_, granted_at) = rival.as_ref().unwrap();
+        assert!(*granted_at >= stopped_at);
+        assert!(
+            after_pause.is_empty(),
+            "the paused holder issued ids after its deadline: {:?}",
+            after_pause
+                .iter()
+                .map(|&id| timestamp_of(&layout, id) - stopped_at)
+                .collect::<Vec<_>>()
+        );
+        assert!(text.contains("error LEASE_LOST"), "{text}");
+        assert!(rival_ids.len() > 100);
+    }
+    assert_unique(
+        "holder + rival",
+        holder_ids.iter().chain(&rival_ids).copied(),
+    );
 }
