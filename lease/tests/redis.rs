@@ -232,22 +232,7 @@ fn a_fresh_worker_id_is_used_at_once_and_then_carries_a_record() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let uri = uri(&app("fresh"), "2s");
-    let layout = single_worker();
-    // Granted, then refused before any id (an epoch in the future): nothing was issued, and
-    // the worker id stays usable (its first grant wrote an empty record, not nothing).
-    let future = Layout::new(
-        &[
-            (clockflake::Field::Timestamp, 41),
-            (clockflake::Field::Sequence, 12),
-        ],
-        1,
-        wall_ms() + 3_600_000,
-    );
-    let refused = open(&uri, future.unwrap(), LeaseOptions::default()).unwrap_err();
-    assert_eq!(refused.code(), "EPOCH_IN_FUTURE", "{refused}");
-    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    common::a_grant_refused_before_any_id_leaves_the_worker_id_usable(&uri);
 }
 
 #[test]

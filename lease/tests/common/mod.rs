@@ -419,3 +419,19 @@ pub fn paused_holder(uri: &str, ttl_ms: u64, factor: f64, settle_ms: u64) {
         holder_ids.iter().chain(&rival_ids).copied(),
     );
 }
+
+/// On `uri` (a single-worker namespace): a grant refused before any id (a layout whose epoch
+/// is in the future) issued nothing, and the worker id stays usable, because its first grant
+/// wrote an empty record (never NULL, which would read as lost marks).
+pub fn a_grant_refused_before_any_id_leaves_the_worker_id_usable(uri: &str) {
+    let future = Layout::new(
+        &[(Field::Timestamp, 41), (Field::Sequence, 12)],
+        1,
+        wall_ms() + 3_600_000,
+    );
+    let refused = open(uri, future.unwrap(), LeaseOptions::default()).unwrap_err();
+    assert_eq!(refused.code(), "EPOCH_IN_FUTURE", "{refused}");
+    let gen = open(uri, single_worker(), LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    gen.close().unwrap();
+}
