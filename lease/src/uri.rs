@@ -12,6 +12,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
+use percent_encoding::{percent_decode_str, percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use url::Url;
 
 use crate::file::{FileCoordinator, Sharing};
@@ -298,62 +299,40 @@ pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
     text
 }
 
-/// `password` (bytes, as a connection config holds it) as written and percent-encoded.
+/// `password` (bytes, as a connection config holds it) as written and percent-encoded
+/// (everything but the unreserved `A-Z a-z 0-9 - . _ ~`).
 pub(crate) fn password_forms(password: &[u8]) -> Vec<String> {
-    let mut encoded = String::new();
-    for &byte in password {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            encoded.push(char::from(byte));
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    vec![String::from_utf8_lossy(password).into_owned(), encoded]
+    const RESERVED: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    vec![
+        String::from_utf8_lossy(password).into_owned(),
+        percent_encode(password, RESERVED).to_string(),
+    ]
 }
 
 /// Percent-decoding that keeps a '%' not followed by two hex digits as it is (as PostgreSQL
 /// clients read passwords).
 fn decode_lenient(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = text
-            .get(i + 1..i + 3)
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    out
+    percent_decode_str(text).collect()
 }
 
 /// Strict percent-decoding to UTF-8 (query parameters, paths). The error echoes nothing.
 pub(crate) fn percent_decode(text: &str) -> Result<String, String> {
     let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text
+    let well_formed = bytes.iter().enumerate().all(|(i, &byte)| {
+        byte != b'%'
+            || bytes
                 .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or("a '%' not followed by two hex digits")?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+                .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !well_formed {
+        return Err("a '%' not followed by two hex digits".to_owned());
     }
-    String::from_utf8(out).map_err(|_| "percent-encoding that is not UTF-8".to_owned())
+    String::from_utf8(decode_lenient(text))
+        .map_err(|_| "percent-encoding that is not UTF-8".to_owned())
 }
 
 /// `10s`, `1500ms`, `2m`, or a bare number of seconds.
