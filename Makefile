@@ -1,8 +1,9 @@
 # clockflake: the two README commands, and every step CI runs, runnable by hand.
 #   make demo   build everything and print decoded ids from every part (embedded default, no server)
 #   make test   every test suite of every part
+#   make dist   every release artifact into dist/ (not part of make test)
 # Each part adds its own targets in its folder's make.mk: it appends to DEMO_TARGETS,
-# TEST_TARGETS and BENCH_TARGETS, so parts never edit each other's rules.
+# TEST_TARGETS, BENCH_TARGETS and DIST_TARGETS, so parts never edit each other's rules.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -14,13 +15,16 @@ PYTHON ?= python3
 DEMO_TARGETS :=
 TEST_TARGETS :=
 BENCH_TARGETS :=
+DIST_TARGETS :=
+DIST_DIR := $(ROOT)/dist
 
-.PHONY: help demo test bench setup-rust demo-core test-core lint-core bench-core vectors
+.PHONY: help demo test bench dist setup-rust demo-core test-core lint-core bench-core vectors
 
 help:
 	@echo "make demo   build and print decoded ids from every part"
 	@echo "make test   run every test suite"
 	@echo "make bench  run the benchmarks recorded in BENCHMARKS.md"
+	@echo "make dist   build every release artifact into dist/"
 
 # Rust targets this repository builds for; idempotent.
 setup-rust:
@@ -59,3 +63,5 @@ demo: demo-core $(DEMO_TARGETS)
 test: test-core $(TEST_TARGETS)
 	@echo "make test: every suite passed"
 bench: bench-core $(BENCH_TARGETS)
+dist: $(DIST_TARGETS)
+	@echo "make dist: artifacts in $(DIST_DIR)"; ls -l $(DIST_DIR)
