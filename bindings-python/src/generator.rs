@@ -2,7 +2,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clockflake::{Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
 use clockflake_lease::fork;
@@ -20,6 +20,9 @@ const CLOSED: u64 = u64::MAX;
 
 /// How long one stretch of waiting runs without the GIL before checking for signals.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
+/// A pause through the last 2 ms of a wait: short, and without the GIL (not a busy spin that
+/// holds it).
+const SPIN_PAUSE: Duration = Duration::from_micros(100);
 
 /// Generates unique, time-sorted 63-bit ids for one worker id.
 ///
@@ -119,78 +122,37 @@ fn retry_time(error: Error, now_ms: u64) -> PyResult<u64> {
     Generator::blocking_retry_at(&error, now_ms).ok_or_else(|| PyErr::from(Refusal::from(error)))
 }
 
-fn not_advancing(at_ms: u64, now_ms: u64) -> PyErr {
-    Refusal::from(Error::ClockNotAdvancing {
-        waiting_for_ms: at_ms,
-        now_ms,
-    })
-    .into()
-}
+/// A Python exception out of core's wait loop (`clockflake::wait_until`): a signal handler's,
+/// or core's `CLOCK_NOT_ADVANCING`.
+struct WaitInterrupted(PyErr);
 
-/// Waits without the GIL until the process's monotonic clock reads the retry time of `error`:
-/// sleeps, then spins through the last 2 ms; checks for signals (Ctrl-C) every 50 ms. Raises
-/// `error` at once when it has no retry time or the wait would be too long (`retry_time`).
-#[cold]
-fn wait_monotonic(py: Python<'_>, error: Error) -> PyResult<()> {
-    let clock = MonotonicClock::global();
-    let started = Instant::now();
-    let first = clock.now_ms();
-    let at_ms = retry_time(error, first)?;
-    let patience = Duration::from_millis(at_ms.saturating_sub(first).saturating_add(1000));
-    loop {
-        let (reached, now_ms) = py.detach(|| {
-            let slice_start = Instant::now();
-            loop {
-                let now_ms = clock.now_ms();
-                if now_ms >= at_ms {
-                    return (true, now_ms);
-                }
-                if slice_start.elapsed() >= WAIT_SLICE {
-                    return (false, now_ms);
-                }
-                let remaining = at_ms - now_ms;
-                if remaining > 2 {
-                    std::thread::sleep(Duration::from_millis(remaining - 1).min(WAIT_SLICE));
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
-        });
-        if reached {
-            return Ok(());
-        }
-        py.check_signals()?;
-        if started.elapsed() > patience {
-            return Err(not_advancing(at_ms, now_ms));
-        }
+impl From<Error> for WaitInterrupted {
+    fn from(error: Error) -> WaitInterrupted {
+        WaitInterrupted(Refusal::from(error).into())
     }
 }
 
-/// Waits until a Python clock reads the retry time of `error`, polling it with the GIL
-/// released in between; raises `error` at once as `wait_monotonic` does.
+/// Waits until `clock` reads the retry time of `error`, on core's wait loop: each pause sleeps
+/// without the GIL (at most `WAIT_SLICE`; `SPIN_PAUSE` through the last 2 ms), then checks for
+/// signals (Ctrl-C). Raises `error` at once when it has no retry time or the wait would be too
+/// long (`retry_time`). A Python clock is read with the GIL held, between pauses.
+#[cold]
+fn wait_for_retry<C: Clock + ?Sized>(py: Python<'_>, clock: &C, error: Error) -> PyResult<()> {
+    let at_ms = retry_time(error, clock.now_ms())?;
+    clockflake::wait_until(clock, at_ms, |pause| {
+        let pause = pause.map_or(SPIN_PAUSE, |duration| duration.min(WAIT_SLICE));
+        py.detach(|| std::thread::sleep(pause));
+        py.check_signals().map_err(WaitInterrupted)
+    })
+    .map_err(|WaitInterrupted(error)| error)
+}
+
+/// `wait_for_retry` on a Python clock: an exception the clock raised comes first.
 #[cold]
 fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, error: Error) -> PyResult<()> {
-    let started = Instant::now();
-    let mut now_ms = clock.now_ms();
+    let waited = wait_for_retry(py, clock, error);
     clock.take_error()?;
-    let at_ms = retry_time(error, now_ms)?;
-    let patience = Duration::from_millis(at_ms.saturating_sub(now_ms).saturating_add(1000));
-    while now_ms < at_ms {
-        if started.elapsed() > patience {
-            return Err(not_advancing(at_ms, now_ms));
-        }
-        let remaining = at_ms - now_ms;
-        let pause = if remaining > 2 {
-            Duration::from_millis(remaining - 1).min(WAIT_SLICE)
-        } else {
-            Duration::from_micros(100)
-        };
-        py.detach(|| std::thread::sleep(pause));
-        py.check_signals()?;
-        now_ms = clock.now_ms();
-        clock.take_error()?;
-    }
-    Ok(())
+    waited
 }
 
 /// The refusal of a static generator that is closed or belongs to the parent process.
@@ -235,7 +197,7 @@ impl PyGenerator {
         let clock = MonotonicClock::global();
         let mut error = first;
         loop {
-            wait_monotonic(py, error)?;
+            wait_for_retry(py, clock, error)?;
             match gen.try_next_id_with(clock) {
                 Ok(id) => return Ok(id),
                 Err(again) => error = again,
@@ -276,7 +238,7 @@ impl PyGenerator {
                 while filled < total {
                     match gen.try_next_block_with(clock, (total - filled) as u64) {
                         Ok(block) => take(block, &mut filled),
-                        Err(error) => wait_monotonic(py, error)?,
+                        Err(error) => wait_for_retry(py, clock, error)?,
                     }
                 }
             }

@@ -222,7 +222,7 @@ fn retry_after<C: Clock + ?Sized, T>(
         match outcome {
             Ok(value) => return Ok(value),
             Err(error) => match Generator::blocking_retry_at(&error, clock.now_ms()) {
-                Some(at) => wait_until(clock, at)?,
+                Some(at) => wait_until_sleeping(clock, at)?,
                 None => return Err(error),
             },
         }
@@ -230,25 +230,56 @@ fn retry_after<C: Clock + ?Sized, T>(
     }
 }
 
-/// Spins (last 2 ms) or sleeps until `clock` reads at least `at_ms`. A clock that does not get
-/// there within the wait plus a second of real time is reported, rather than waited on forever.
-fn wait_until<C: Clock + ?Sized>(clock: &C, at_ms: u64) -> Result<(), Error> {
+/// Spins (last 2 ms) or sleeps until `clock` reads at least `at_ms`; see [`wait_until`].
+fn wait_until_sleeping<C: Clock + ?Sized>(clock: &C, at_ms: u64) -> Result<(), Error> {
+    wait_until(clock, at_ms, |pause| {
+        match pause {
+            Some(duration) => std::thread::sleep(duration),
+            None => core::hint::spin_loop(),
+        }
+        Ok(())
+    })
+}
+
+/// The one wait loop of every blocking call, in core and in the bindings: reads `clock` until
+/// it reaches `at_ms`, handing each pause to `pause`: `Some(duration)` (sleep about that long;
+/// the rest of the wait minus a millisecond) while more than 2 ms remain, then `None` (spin
+/// once, or sleep a few microseconds) through the last 2 ms. `pause` is how the caller passes
+/// time: a plain sleep here, the GIL released and signals checked in Python; an error it
+/// returns ends the wait. A clock that does not get there within the wait plus a second of
+/// real time is reported as `CLOCK_NOT_ADVANCING` rather than waited on forever.
+///
+/// ```
+/// use clockflake::{wait_until, Error};
+/// let reads = std::cell::Cell::new(0u64);
+/// let clock = || { reads.set(reads.get() + 1); 1_000 + reads.get() };
+/// let mut pauses = 0;
+/// wait_until(&clock, 1_010, |_| { pauses += 1; Ok::<(), Error>(()) })?;
+/// assert_eq!(pauses, 9);
+/// # Ok::<(), Error>(())
+/// ```
+pub fn wait_until<C, E>(
+    clock: &C,
+    at_ms: u64,
+    mut pause: impl FnMut(Option<Duration>) -> Result<(), E>,
+) -> Result<(), E>
+where
+    C: Clock + ?Sized,
+    E: From<Error>,
+{
     let mut now_ms = clock.now_ms();
     let started = Instant::now();
-    let patience = Duration::from_millis(at_ms.saturating_sub(now_ms) + 1000);
+    let patience = Duration::from_millis(at_ms.saturating_sub(now_ms).saturating_add(1000));
     while now_ms < at_ms {
         if started.elapsed() > patience {
             return Err(Error::ClockNotAdvancing {
                 waiting_for_ms: at_ms,
                 now_ms,
-            });
+            }
+            .into());
         }
         let remaining_ms = at_ms - now_ms;
-        if remaining_ms > 2 {
-            std::thread::sleep(Duration::from_millis(remaining_ms - 1));
-        } else {
-            core::hint::spin_loop();
-        }
+        pause((remaining_ms > 2).then(|| Duration::from_millis(remaining_ms - 1)))?;
         now_ms = clock.now_ms();
     }
     Ok(())
