@@ -121,68 +121,12 @@ pub fn lease_samples() -> Vec<(&'static str, bool)> {
         .collect()
 }
 
-/// One sample error per core code, with whether core calls it an input error: the tests check
-/// the Python classes against it (ValueError for input errors, RuntimeError for the others).
-pub fn samples() -> Vec<(&'static str, bool)> {
-    use clockflake::{Error, Field, InvalidId, LayoutProblem, StateProblem};
-    let errors = [
-        Error::InvalidId(InvalidId::Empty),
-        Error::InvalidLayout(LayoutProblem::FieldTooNarrow(Field::Timestamp)),
-        Error::UnknownLayout,
-        Error::UnknownPolicy,
-        Error::WorkerIdOutOfRange {
-            worker_id: 0,
-            max: 0,
-        },
-        Error::TimestampOutOfRange {
-            timestamp_ms: 0,
-            min_ms: 0,
-            max_ms: 0,
-        },
-        Error::ClockSeqOutOfRange {
-            clock_seq: 0,
-            max: 0,
-        },
-        Error::SequenceOutOfRange {
-            sequence: 0,
-            max: 0,
-        },
-        Error::InvalidRange {
-            from_ms: 0,
-            to_ms: 0,
-        },
-        Error::EpochInFuture {
-            now_ms: 0,
-            epoch_ms: 0,
-        },
-        Error::TimestampExhausted {
-            now_ms: 0,
-            lifetime_end_ms: 0,
-        },
-        Error::SequenceExhausted { retry_at_ms: 0 },
-        Error::ClockMovedBackwards {
-            last_ms: 0,
-            now_ms: 0,
-            retry_at_ms: None,
-        },
-        Error::ClockSequenceExhausted {
-            now_ms: 0,
-            retry_at_ms: None,
-        },
-        Error::InvalidState(StateProblem::ClockSeqOutOfRange),
-        Error::ClockNotAdvancing {
-            waiting_for_ms: 0,
-            now_ms: 0,
-        },
-        Error::WorkerIdInvalidated,
-        Error::LeaseLost,
-        Error::WorkerPoolExhausted { workers: 0 },
-        Error::InvalidPublicId(clockflake::PublicIdProblem::ChecksumMismatch),
-        Error::UnknownKeyVersion { version: 0 },
-        Error::InvalidKeyVersion { version: 0 },
-    ];
-    errors
+/// Core's table of one error per code (`clockflake::Error::EXAMPLES`), with whether core calls
+/// it an input error: the tests check the Python classes against it (ValueError for input
+/// errors, RuntimeError for the others) and that each message passes through unchanged.
+pub fn samples() -> Vec<(&'static str, bool, String)> {
+    clockflake::Error::EXAMPLES
         .iter()
-        .map(|error| (error.code(), error.is_input_error()))
+        .map(|error| (error.code(), error.is_input_error(), error.to_string()))
         .collect()
 }

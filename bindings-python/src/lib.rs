@@ -20,10 +20,23 @@ fn preset_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// `(code, is_input_error)` for every core error code, checked against `_errors.py` by the tests.
+/// `(code, is_input_error, message)` for every core error code (core's table), checked against
+/// `_errors.py` by the tests.
 #[pyfunction]
-fn _error_codes() -> Vec<(&'static str, bool)> {
+fn _error_codes() -> Vec<(&'static str, bool, String)> {
     errors::samples()
+}
+
+/// Raises core's example error of `code` through the binding's error mapping, as any call would.
+#[pyfunction]
+fn _raise_error_example(code: &str) -> PyResult<()> {
+    match clockflake::Error::EXAMPLES
+        .iter()
+        .find(|error| error.code() == code)
+    {
+        Some(error) => Err(errors::Refusal::from(*error).into()),
+        None => Ok(()),
+    }
 }
 
 /// `(code, is_input_error)` for every code the lease crate adds to core's.
@@ -46,6 +59,7 @@ fn _clockflake(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parts::id_range, m)?)?;
     m.add_function(wrap_pyfunction!(parts::describe_layout, m)?)?;
     m.add_function(wrap_pyfunction!(_error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(_raise_error_example, m)?)?;
     m.add_function(wrap_pyfunction!(_lease_error_codes, m)?)?;
     m.add("PRESET_NAMES", preset_names())?;
     m.add("ERROR_CODES", clockflake::Error::CODES.to_vec())?;

@@ -183,7 +183,7 @@ def test_resume_refuses_another_layout_and_malformed_state() -> None:
 
 
 def test_every_core_code_has_a_class_with_the_right_builtin() -> None:
-    samples = dict(_clockflake._error_codes())
+    samples = {code: is_input for code, is_input, _message in _clockflake._error_codes()}
     assert sorted(samples) == sorted(_clockflake.ERROR_CODES)
     assert sorted(_errors._BY_CODE) == sorted(_clockflake.ERROR_CODES + _clockflake.LEASE_ERROR_CODES)
     for code, is_input in samples.items():
@@ -195,6 +195,18 @@ def test_every_core_code_has_a_class_with_the_right_builtin() -> None:
             assert issubclass(cls, ValueError) and not issubclass(cls, RuntimeError), code
         else:
             assert issubclass(cls, RuntimeError) and not issubclass(cls, ValueError), code
+
+
+def test_every_core_error_reaches_python_with_its_code_class_and_message() -> None:
+    """Core's table (`Error::EXAMPLES`), raised through the binding's mapping: nothing retyped."""
+    table = _clockflake._error_codes()
+    assert len(table) == len(_clockflake.ERROR_CODES)
+    for code, _is_input, message in table:
+        with pytest.raises(ClockflakeError) as caught:
+            _clockflake._raise_error_example(code)
+        assert type(caught.value) is _errors._BY_CODE[code], code
+        assert caught.value.code == code
+        assert str(caught.value) == message
 
 
 def test_exception_shape() -> None:

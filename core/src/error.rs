@@ -280,6 +280,67 @@ impl Error {
         "INVALID_KEY_VERSION",
     ];
 
+    /// One error of each code, in the order of [`Error::CODES`]: the table bindings check their
+    /// error mapping against (a class per code, input or runtime, the message passed through).
+    pub const EXAMPLES: [Error; 22] = [
+        Error::InvalidId(InvalidId::Empty),
+        Error::InvalidLayout(LayoutProblem::ZeroUnit),
+        Error::UnknownLayout,
+        Error::UnknownPolicy,
+        Error::WorkerIdOutOfRange {
+            worker_id: 128,
+            max: 127,
+        },
+        Error::TimestampOutOfRange {
+            timestamp_ms: 5,
+            min_ms: 1_704_067_200_000,
+            max_ms: 3_903_090_455_551,
+        },
+        Error::ClockSeqOutOfRange {
+            clock_seq: 8,
+            max: 7,
+        },
+        Error::SequenceOutOfRange {
+            sequence: 4096,
+            max: 4095,
+        },
+        Error::InvalidRange {
+            from_ms: 2,
+            to_ms: 1,
+        },
+        Error::EpochInFuture {
+            now_ms: 0,
+            epoch_ms: 1_704_067_200_000,
+        },
+        Error::TimestampExhausted {
+            now_ms: 3_903_090_455_552,
+            lifetime_end_ms: 3_903_090_455_551,
+        },
+        Error::SequenceExhausted {
+            retry_at_ms: 1_735_689_600_001,
+        },
+        Error::ClockMovedBackwards {
+            last_ms: 1_735_689_600_000,
+            now_ms: 1_735_689_590_000,
+            retry_at_ms: None,
+        },
+        Error::ClockSequenceExhausted {
+            now_ms: 1_735_689_590_000,
+            retry_at_ms: None,
+        },
+        Error::InvalidState(StateProblem::ClockSeqOutOfRange),
+        Error::ClockNotAdvancing {
+            waiting_for_ms: 1_735_689_600_001,
+            now_ms: 1_735_689_600_000,
+        },
+        Error::WorkerIdInvalidated,
+        Error::LeaseLost,
+        Error::WorkerPoolExhausted { workers: 128 },
+        Error::InvalidPublicId(PublicIdProblem::ChecksumMismatch),
+        Error::UnknownKeyVersion { version: 3 },
+        Error::InvalidKeyVersion { version: 32 },
+    ];
+
     /// When a retry of the same call can succeed, Unix ms: set for sequence exhaustion, and
     /// for clock refusals whose wait fits the policy's `max_wait_ms`. `None` means final.
     pub const fn retry_at_ms(&self) -> Option<u64> {
@@ -516,63 +577,7 @@ mod tests {
 
     #[test]
     fn codes_lists_every_code_once() {
-        let samples = [
-            Error::InvalidId(InvalidId::Empty),
-            Error::InvalidLayout(LayoutProblem::ZeroUnit),
-            Error::UnknownLayout,
-            Error::UnknownPolicy,
-            Error::WorkerIdOutOfRange {
-                worker_id: 0,
-                max: 0,
-            },
-            Error::TimestampOutOfRange {
-                timestamp_ms: 0,
-                min_ms: 0,
-                max_ms: 0,
-            },
-            Error::ClockSeqOutOfRange {
-                clock_seq: 0,
-                max: 0,
-            },
-            Error::SequenceOutOfRange {
-                sequence: 0,
-                max: 0,
-            },
-            Error::InvalidRange {
-                from_ms: 0,
-                to_ms: 0,
-            },
-            Error::EpochInFuture {
-                now_ms: 0,
-                epoch_ms: 0,
-            },
-            Error::TimestampExhausted {
-                now_ms: 0,
-                lifetime_end_ms: 0,
-            },
-            Error::SequenceExhausted { retry_at_ms: 0 },
-            Error::ClockMovedBackwards {
-                last_ms: 0,
-                now_ms: 0,
-                retry_at_ms: None,
-            },
-            Error::ClockSequenceExhausted {
-                now_ms: 0,
-                retry_at_ms: None,
-            },
-            Error::InvalidState(StateProblem::ClockSeqOutOfRange),
-            Error::ClockNotAdvancing {
-                waiting_for_ms: 0,
-                now_ms: 0,
-            },
-            Error::WorkerIdInvalidated,
-            Error::LeaseLost,
-            Error::WorkerPoolExhausted { workers: 0 },
-            Error::InvalidPublicId(PublicIdProblem::ChecksumMismatch),
-            Error::UnknownKeyVersion { version: 0 },
-            Error::InvalidKeyVersion { version: 0 },
-        ];
-        let codes: [&str; 22] = samples.map(|e| e.code());
+        let codes: [&str; 22] = Error::EXAMPLES.map(|e| e.code());
         assert_eq!(codes, Error::CODES);
     }
 }
