@@ -28,7 +28,8 @@ impl NotU64 {
     }
 }
 
-fn describe(value: &Bound<'_, PyAny>) -> String {
+/// "<repr> (<type name>)" of a value that was refused, for "found ..." in a message.
+fn repr_and_type(value: &Bound<'_, PyAny>) -> String {
     let type_name = value
         .get_type()
         .name()
@@ -60,7 +61,7 @@ pub fn as_u64(value: &Bound<'_, PyAny>) -> Result<u64, NotU64> {
             return Ok(v);
         }
     } else if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
-        return Err(NotU64::Type(describe(value)));
+        return Err(NotU64::Type(repr_and_type(value)));
     } else if let Ok(v) = value.extract::<u64>() {
         return Ok(v);
     }
@@ -196,7 +197,7 @@ pub fn layout_arg(value: Option<&Bound<'_, PyAny>>) -> Result<Layout, Refusal> {
     let Ok(spec) = value.cast::<PyDict>() else {
         return Err(invalid_layout(format!(
             "expected a preset name or a dict with fields, unit_ms and epoch_ms, found {}",
-            describe(value)
+            repr_and_type(value)
         )));
     };
     custom_layout(spec)
@@ -207,9 +208,9 @@ fn custom_layout(spec: &Bound<'_, PyDict>) -> Result<Layout, Refusal> {
     let mut unit_ms = 1;
     let mut epoch_ms = None;
     for (key, value) in spec.iter() {
-        let key: String = key
-            .extract()
-            .map_err(|_| invalid_layout(format!("expected str keys, found {}", describe(&key))))?;
+        let key: String = key.extract().map_err(|_| {
+            invalid_layout(format!("expected str keys, found {}", repr_and_type(&key)))
+        })?;
         match key.as_str() {
             "fields" => fields_value = Some(value),
             "unit_ms" => {
@@ -246,7 +247,7 @@ fn custom_layout(spec: &Bound<'_, PyDict>) -> Result<Layout, Refusal> {
     } else {
         return Err(invalid_layout(format!(
             "expected fields as a list of {{\"name\", \"bits\"}} dicts, found {}",
-            describe(&fields_value)
+            repr_and_type(&fields_value)
         )));
     };
     if items.len() > 4 {
@@ -260,7 +261,7 @@ fn custom_layout(spec: &Bound<'_, PyDict>) -> Result<Layout, Refusal> {
         let bad = || {
             invalid_layout(format!(
                 "expected each field as {{\"name\": str, \"bits\": int}}, found {}",
-                describe(item)
+                repr_and_type(item)
             ))
         };
         let field = item.cast::<PyDict>().map_err(|_| bad())?;
@@ -294,8 +295,8 @@ pub fn policy_arg(value: Option<&Bound<'_, PyAny>>) -> Result<Option<Policy>, Re
     };
     let name = value
         .cast::<PyString>()
-        .map_err(|_| unknown(describe(value)))?;
-    let name = name.to_str().map_err(|_| unknown(describe(value)))?;
+        .map_err(|_| unknown(repr_and_type(value)))?;
+    let name = name.to_str().map_err(|_| unknown(repr_and_type(value)))?;
     Policy::from_name(name)
         .map(Some)
         .map_err(|_| unknown(repr_of(value)))
@@ -332,7 +333,7 @@ pub fn generator_args(
         Some(c) => {
             return Err(PyTypeError::new_err(format!(
                 "clock: expected a callable returning Unix ms as an int, found {}",
-                describe(c)
+                repr_and_type(c)
             )))
         }
         None => None,

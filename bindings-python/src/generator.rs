@@ -13,7 +13,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use crate::args::{as_u64, generator_args, plain_u64, time_arg, worker_id_arg, NotU64};
 use crate::errors::Refusal;
 use crate::leased::{invalid_uri, Leased};
-use crate::parts::describe;
+use crate::parts::layout_dict;
 
 /// `PyGenerator::fork_generation` of a static generator after `close()`: never current.
 const CLOSED: u64 = u64::MAX;
@@ -549,7 +549,7 @@ impl PyGenerator {
     /// The layout, described as by `describe_layout`.
     #[getter]
     fn layout<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        describe(py, self.layout_ref())
+        layout_dict(py, self.layout_ref())
     }
 
     /// The rollback policy in force: "clock-sequence", "wait", "logical" or "fail".

@@ -213,10 +213,11 @@ pub fn describe_layout<'py>(
     layout: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout_arg(Some(layout))?;
-    describe(py, &layout)
+    layout_dict(py, &layout)
 }
 
-pub fn describe<'py>(py: Python<'py>, layout: &Layout) -> PyResult<Bound<'py, PyDict>> {
+/// The dict `describe_layout` and `Generator.layout` return.
+pub fn layout_dict<'py>(py: Python<'py>, layout: &Layout) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     dict.set_item("name", layout.preset_name())?;
     let fields = PyList::empty(py);
