@@ -1,0 +1,217 @@
+//! `zookeeper://` URIs: hosts, root path, identity and parameters, through the one URI parser
+//! every scheme uses ([`crate::uri::parse`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{address::local_ip, ZooKeeperCoordinator, DEFAULT_ROOT, DEFAULT_SESSION_TIMEOUT};
+use crate::uri::invalid;
+use crate::LeaseError;
+
+fn check_segment(uri: &str, segment: &str) -> Result<(), LeaseError> {
+    if crate::uri::is_name(segment) {
+        Ok(())
+    } else {
+        Err(invalid(
+            uri,
+            format!(
+                "each path segment (and the app) must be 1 to 64 of A-Z a-z 0-9 _ - . \
+                 (not starting with '.'), found {segment:?}"
+            ),
+        ))
+    }
+}
+
+fn check_identity(uri: &str, identity: &str) -> Result<(), LeaseError> {
+    let ok = !identity.is_empty()
+        && identity.len() <= 200
+        && identity
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:[]@".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            uri,
+            format!("server must be 1 to 200 of A-Z a-z 0-9 _ - . : [ ] @, found {identity:?}"),
+        ))
+    }
+}
+
+impl ZooKeeperCoordinator {
+    /// A coordinator for `zookeeper://HOST:PORT[,HOST:PORT...]/snowflake/APP?...`.
+    ///
+    /// Parameters: `ttl` (session timeout, 200 ms to 60 s, default 10 s; the server may
+    /// negotiate it into its own `minSessionTimeout`..`maxSessionTimeout`), `server` (this
+    /// server's identity, default `<ip>:<port>` with the `port` parameter, or `<ip>:<pid>`),
+    /// `port`, `cache` (an absolute path of a file remembering the last worker id), `max_skew`
+    /// (the start-up clock check's bound, default 5 s, `off` to skip it), and `app` when the
+    /// path names no application.
+    pub fn from_uri(uri: &str) -> Result<ZooKeeperCoordinator, LeaseError> {
+        if !uri
+            .get(..12)
+            .is_some_and(|s| s.eq_ignore_ascii_case("zookeeper://"))
+        {
+            return Err(invalid(uri, "expected zookeeper://"));
+        }
+        // User info is refused by the parser (ZooKeeper digest auth is not supported).
+        let parts = crate::uri::parse(uri)?;
+        if parts.hosts.is_empty() {
+            return Err(invalid(uri, "expected HOST:PORT[,HOST:PORT...]"));
+        }
+        let mut hosts = Vec::new();
+        for (host, port) in &parts.hosts {
+            let port = port.unwrap_or(2181);
+            if port == 0 {
+                return Err(invalid(uri, format!("expected HOST:PORT, found {host}:0")));
+            }
+            hosts.push(format!("{host}:{port}"));
+        }
+        // `url` resolves `.` and `..` in paths: refuse them as written instead.
+        let raw_path = uri[12..].split(['?', '#']).next().unwrap_or("");
+        let raw_path = raw_path.find('/').map_or("", |at| &raw_path[at..]);
+        for segment in raw_path.split('/').filter(|s| !s.is_empty()) {
+            check_segment(uri, segment)?;
+        }
+        let path = parts.url.path();
+        let mut app = None;
+        let mut ttl = DEFAULT_SESSION_TIMEOUT;
+        let mut identity = None;
+        let mut port = None;
+        let mut cache = None;
+        let mut max_skew = Some(crate::coordinator::DEFAULT_MAX_SKEW);
+        for (key, value) in parts.query {
+            match key.as_str() {
+                "app" => app = Some(value),
+                "ttl" => {
+                    ttl = crate::parse_duration(&value)
+                        .filter(|d| {
+                            *d >= Duration::from_millis(200) && *d <= Duration::from_secs(60)
+                        })
+                        .ok_or_else(|| {
+                            invalid(
+                                uri,
+                                "ttl (the session timeout) must be 200ms to 60s, like 10s",
+                            )
+                        })?;
+                }
+                "server" => identity = Some(value),
+                "port" => {
+                    port = Some(
+                        value
+                            .parse::<u16>()
+                            .map_err(|_| invalid(uri, "port must be a number 0 to 65535"))?,
+                    );
+                }
+                "cache" => {
+                    if !value.starts_with('/') {
+                        return Err(invalid(uri, "cache must be an absolute file path"));
+                    }
+                    cache = Some(PathBuf::from(value));
+                }
+                "max_skew" => max_skew = crate::coordinator::parse_max_skew(uri, &value)?,
+                other => {
+                    return Err(invalid(
+                        uri,
+                        format!(
+                            "unknown parameter {other:?} for zookeeper:// \
+                             (expected app, ttl, server, port, cache, max_skew)"
+                        ),
+                    ))
+                }
+            }
+        }
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        for segment in &segments {
+            check_segment(uri, segment)?;
+        }
+        let root = match (segments.as_slice(), app) {
+            ([], app) | (["snowflake"], app) => {
+                let app = app.unwrap_or_else(|| crate::DEFAULT_APP.to_owned());
+                check_segment(uri, &app)?;
+                format!("{DEFAULT_ROOT}/{app}")
+            }
+            ([.., last], Some(app)) if *last != app => {
+                return Err(invalid(
+                    uri,
+                    format!("the path names app {last:?} but the app parameter says {app:?}"),
+                ))
+            }
+            (segments, _) => format!("/{}", segments.join("/")),
+        };
+        let hosts = hosts.join(",");
+        let identity = match identity {
+            Some(identity) => identity,
+            None => format!(
+                "{}:{}",
+                local_ip(&hosts),
+                port.map_or_else(|| std::process::id().to_string(), |p| p.to_string())
+            ),
+        };
+        check_identity(uri, &identity)?;
+        let describe = format!("zookeeper://{hosts}{root}?server={identity}");
+        Ok(ZooKeeperCoordinator {
+            hosts,
+            root,
+            identity,
+            session_timeout: ttl,
+            cache,
+            max_skew,
+            describe,
+            runtime: None,
+            session: None,
+            held: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(uri: &str) -> &'static str {
+        match ZooKeeperCoordinator::from_uri(uri) {
+            Ok(_) => "OK",
+            Err(error) => error.code(),
+        }
+    }
+
+    #[test]
+    fn uris() {
+        let c = ZooKeeperCoordinator::from_uri(
+            "zookeeper://127.0.0.1:2181/snowflake/orders?server=a:1",
+        )
+        .unwrap();
+        assert_eq!(c.root(), "/snowflake/orders");
+        assert_eq!(c.identity(), "a:1");
+        assert_eq!(c.session_timeout(), DEFAULT_SESSION_TIMEOUT);
+        let c =
+            ZooKeeperCoordinator::from_uri("zookeeper://zk1,zk2:2182?app=billing&ttl=2s&port=8080")
+                .unwrap();
+        assert_eq!(c.root(), "/snowflake/billing");
+        assert_eq!(c.hosts, "zk1:2181,zk2:2182");
+        assert!(c.identity().ends_with(":8080"), "{}", c.identity());
+        assert_eq!(c.session_timeout(), Duration::from_secs(2));
+        let c = ZooKeeperCoordinator::from_uri("zookeeper://h:1/ids/prod/orders").unwrap();
+        assert_eq!(c.root(), "/ids/prod/orders");
+        assert_eq!(code("zookeeper://h:1"), "OK");
+        for bad in [
+            "zookeeper://",
+            "zookeeper://:2181/snowflake/a",
+            "zookeeper://h:0/snowflake/a",
+            "zookeeper://h:99999/snowflake/a",
+            "zookeeper://u@h:1/snowflake/a",
+            "zookeeper://h:1/snowflake/a?ttl=100ms",
+            "zookeeper://h:1/snowflake/a?ttl=2m",
+            "zookeeper://h:1/snowflake/a?max_skew=soon",
+            "zookeeper://h:1/snowflake/a?bogus=1",
+            "zookeeper://h:1/snowflake/a?app=b",
+            "zookeeper://h:1/snowflake/../x",
+            "zookeeper://h:1/snowflake/a?server=x/y",
+            "zookeeper://h:1/snowflake/a?server=",
+            "zookeeper://h:1/snowflake/a?cache=relative",
+        ] {
+            assert_eq!(code(bad), "INVALID_URI", "{bad}");
+        }
+    }
+}
