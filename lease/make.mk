@@ -3,18 +3,31 @@
 #   make test-lease    lint, then every lease test against a throwaway PostgreSQL 15
 #                      (installed from apt if missing, stopped afterwards whatever happens)
 #   make bench-lease   leased vs static generator, per-id cost (BENCHMARKS.md)
+#   make lint-lease-features   the crate without its default features and with each
+#                      coordinator feature alone: clippy -D warnings on the library, and the
+#                      unit tests without default features (part of lint-lease)
 #   make test-lease-tls-skew   issue 15's TLS to PostgreSQL (lease/tests/postgres_tls.rs starts
 #                      its own TLS cluster) and the start-up clock check against PostgreSQL and
 #                      ZooKeeper (lease/tests/clock_skew.rs), both servers stopped afterwards
 
 LEASE_PG := $(ROOT)/scripts/postgres.sh
 
-.PHONY: demo-lease test-lease lint-lease bench-lease test-lease-tls-skew
+.PHONY: demo-lease test-lease lint-lease lint-lease-features bench-lease test-lease-tls-skew
 
 demo-lease: setup-rust
 	$(CARGO) run -q -p clockflake-lease --example demo
 
-lint-lease: setup-rust
+# Each feature set rebuilds only clockflake-lease itself (its dependencies keep their features).
+LEASE_FEATURE_SETS := "" postgres zookeeper redis k8s
+
+lint-lease-features: setup-rust
+	for features in $(LEASE_FEATURE_SETS); do \
+	  $(CARGO) clippy -q -p clockflake-lease --no-deps --lib --no-default-features \
+	    --features "$$features" -- -D warnings || exit 1; \
+	done
+	$(CARGO) test -q -p clockflake-lease --lib --no-default-features
+
+lint-lease: setup-rust lint-lease-features
 	$(CARGO) fmt -p clockflake-lease --check
 	$(CARGO) clippy -p clockflake-lease --no-deps --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p clockflake-lease --no-deps

@@ -86,6 +86,7 @@ pub const DEFAULT_MAX_SKEW: Duration = Duration::from_secs(5);
 
 /// The value of a `max_skew` URI parameter: `off`, or a duration like `5s`, `500ms`, `1m`
 /// (at least 1 ms). `uri` is for the `INVALID_URI` message only.
+#[cfg(any(feature = "postgres", feature = "redis", feature = "zookeeper"))]
 pub(crate) fn parse_max_skew(uri: &str, value: &str) -> Result<Option<Duration>, LeaseError> {
     if value.eq_ignore_ascii_case("off") {
         return Ok(None);
@@ -173,6 +174,7 @@ pub fn choose_clock_seq(layout: &Layout, state: &State, now_ms: u64) -> (u64, u6
 /// can use at `now_ms` first, lowest worker id first, then the others by when their record
 /// becomes usable. A record that cannot be read keeps its place among the usable ones, so
 /// that taking it refuses it (`INVALID_STATE`) as before. `listed` is in worker-id order.
+#[cfg(any(feature = "postgres", feature = "redis"))]
 pub(crate) fn preference_order<W>(
     layout: &Layout,
     now_ms: u64,

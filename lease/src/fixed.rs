@@ -1,5 +1,5 @@
 //! Worker ids assigned from outside the pool: a Kubernetes StatefulSet pod's ordinal
-//! (`k8s:///DIR?app=NAME`) or a hand-assigned `CLOCKFLAKE_WORKER_ID` (`env:///DIR?app=NAME`).
+//! (`k8s:///DIR?app=NAME`, cargo feature `k8s`) or a hand-assigned `CLOCKFLAKE_WORKER_ID` (`env:///DIR?app=NAME`).
 //!
 //! The worker id is not chosen from a pool but read from the environment; everything else is
 //! `file://`'s: `DIR/NAME/worker-N.lock` is locked (so a second process given the same worker
@@ -11,6 +11,7 @@
 
 /// The environment variable to set from the `apps.kubernetes.io/pod-index` label through the
 /// downward API (Kubernetes 1.28 and later).
+#[cfg(feature = "k8s")]
 pub const POD_INDEX_ENV: &str = "CLOCKFLAKE_POD_INDEX";
 
 /// The environment variable `env://` reads its worker id from.
@@ -37,6 +38,7 @@ fn parse_index(text: &str) -> Option<u64> {
 /// (a StatefulSet pod's host name is `<statefulset>-<ordinal>`). A Deployment's pods end in a
 /// random 5-character suffix instead; a suffix of 5 digits or more is refused as one, since
 /// it cannot be told from an ordinal.
+#[cfg(feature = "k8s")]
 pub fn pod_ordinal(pod_index: Option<&str>, hostname: Option<&str>) -> Result<Assigned, String> {
     if let Some(value) = pod_index {
         return parse_index(value.trim())
@@ -84,6 +86,7 @@ pub fn env_worker_id(value: Option<&str>) -> Result<Assigned, String> {
 }
 
 /// The host name: `HOSTNAME` (set in every container), else `/etc/hostname`.
+#[cfg(feature = "k8s")]
 pub(crate) fn hostname() -> Option<String> {
     std::env::var("HOSTNAME")
         .ok()
@@ -100,6 +103,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "k8s")]
     fn the_pod_index_label_wins_over_the_host_name() {
         let assigned = pod_ordinal(Some("3"), Some("ids-7")).unwrap();
         assert_eq!(assigned.worker_id, 3);
@@ -107,6 +111,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "k8s")]
     fn a_statefulset_host_name_gives_its_ordinal() {
         for (host, ordinal) in [("ids-0", 0), ("orders-ids-12", 12), ("a-9999", 9999)] {
             assert_eq!(
@@ -118,6 +123,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "k8s")]
     fn a_deployment_pod_or_a_bare_host_has_no_ordinal() {
         for host in [
             "web-7d9f8b6c4-x2kq9", // Deployment: random suffix

@@ -22,6 +22,19 @@
 //! (the start-up clock check, default `5s`, `off`); `k8s://` and `env://`: `app`, `reserve`,
 //! `mode` as `file://`.
 //!
+//! Cargo features: one per coordinator with a client to build, all on by default (`open`
+//! picks the coordinator from a URI at run time, from configuration). A build that needs
+//! fewer says `default-features = false, features = ["postgres"]`; a URI whose feature is
+//! left out is refused with `INVALID_URI` naming the feature.
+//!
+//! | feature | URIs | dependencies |
+//! |---|---|---|
+//! | (always) | `file://`, `env://` | none beyond `url` |
+//! | `postgres` | `postgres://`, `postgresql://` | `postgres`, `tokio-postgres-rustls`, `rustls` |
+//! | `zookeeper` | `zookeeper://` | `zookeeper-client`, `tokio` |
+//! | `redis` | `redis://`, `rediss://` | `redis`, `rustls` |
+//! | `k8s` | `k8s://` | none |
+//!
 //! ```no_run
 //! use clockflake::Layout;
 //! use clockflake_lease::{open, LeaseOptions};
@@ -41,10 +54,13 @@ mod file;
 pub mod fixed;
 pub mod fork;
 mod generator;
+#[cfg(feature = "postgres")]
 mod pg;
 mod record;
+#[cfg(feature = "redis")]
 mod redis;
 mod uri;
+#[cfg(feature = "zookeeper")]
 mod zookeeper;
 
 pub use clock::{boot_ms, wall_ms};
@@ -55,9 +71,12 @@ pub use generator::{
     LeaseCounters, LeaseOptions, LeaseStats, LeasedGenerator, CLOSE_WAIT, FOLLOW_BACK_MS,
     RENEWAL_WAIT,
 };
+#[cfg(feature = "postgres")]
 pub use pg::{PostgresCoordinator, SCHEMA};
+#[cfg(feature = "redis")]
 pub use redis::RedisCoordinator;
 pub use uri::{parse_duration, redact, DEFAULT_APP, DEFAULT_RESERVE, DEFAULT_TABLE, DEFAULT_TTL};
+#[cfg(feature = "zookeeper")]
 pub use zookeeper::{ZooKeeperCoordinator, DEFAULT_SESSION_TIMEOUT};
 
 /// The most worker ids a layout may have to be leased (16 worker bits, like `sonyflake`):

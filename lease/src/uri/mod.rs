@@ -1,6 +1,8 @@
-//! Coordinator URIs: `file:///DIR?app=NAME`, `postgres://...?app=NAME&ttl=10s` and
-//! `zookeeper://HOST:PORT[,HOST:PORT...]/PATH?ttl=10s`, all taken apart by one parser ([`parse`],
-//! the `url` crate), and [`redact`], which shows a URI without its secrets.
+//! Coordinator URIs, every scheme taken apart by one parser ([`parse`], the `url` crate, which
+//! also splits host lists): `file:///DIR`, `k8s:///DIR` and `env:///DIR` (`file.rs`),
+//! `postgres://` (`postgres.rs`), `redis://` and `rediss://` (`redis.rs`), and `zookeeper://`
+//! (`crate::zookeeper`'s `config.rs`); [`connect`] picks the scheme, and [`redact`] shows a
+//! URI without its secrets.
 //!
 //! Secrets never reach a message: a password is taken from the user info or from a query
 //! parameter whose name contains `pass`, `secret` or `token`; [`redact`] drops both, and
@@ -8,16 +10,18 @@
 //! the parser refuses is shown without anything before its last `@` (where a password with an
 //! unencoded `/`, `?` or `#` would be) and without its fragment.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-use percent_encoding::{percent_decode_str, percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::percent_decode_str;
 use url::Url;
 
-use crate::file::{FileCoordinator, Sharing};
-use crate::pg::{PgTls, PostgresCoordinator, SslMode};
 use crate::{Coordinator, LeaseError};
+
+mod file;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "redis")]
+mod redis;
 
 /// The default application namespace when the URI names none.
 pub const DEFAULT_APP: &str = "default";
@@ -53,16 +57,19 @@ pub(crate) struct Parts {
 
 impl Parts {
     /// The user name, percent-decoded.
+    #[cfg(any(feature = "postgres", feature = "redis", test))]
     pub fn user(&self) -> String {
         String::from_utf8_lossy(&decode_lenient(self.url.username())).into_owned()
     }
 
     /// The password of the user info, percent-decoded.
+    #[cfg(any(feature = "postgres", feature = "redis", test))]
     pub fn password(&self) -> Option<Vec<u8>> {
         self.url.password().map(decode_lenient)
     }
 
     /// `scheme://[user@]hosts` and the path as written: no password, no query.
+    #[cfg(any(feature = "postgres", feature = "redis", test))]
     pub fn base(&self) -> String {
         let user = match self.url.username() {
             "" => String::new(),
@@ -301,7 +308,9 @@ pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
 
 /// `password` (bytes, as a connection config holds it) as written and percent-encoded
 /// (everything but the unreserved `A-Z a-z 0-9 - . _ ~`).
+#[cfg(any(feature = "postgres", feature = "redis", test))]
 pub(crate) fn password_forms(password: &[u8]) -> Vec<String> {
+    use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
     const RESERVED: &AsciiSet = &NON_ALPHANUMERIC
         .remove(b'-')
         .remove(b'.')
@@ -375,7 +384,10 @@ fn check_app(uri: &str, app: &str) -> Result<(), LeaseError> {
 }
 
 /// A token naming this holder in the coordinator: host, process and a random part.
+#[cfg(any(feature = "postgres", feature = "redis"))]
 pub fn owner_token() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
     let host = std::fs::read_to_string("/etc/hostname")
         .ok()
         .map(|h| h.trim().to_owned())
@@ -398,42 +410,19 @@ pub fn owner_token() -> String {
     )
 }
 
-pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
-    let scheme = uri
-        .split_once("://")
-        .map(|(scheme, _)| scheme.to_ascii_lowercase());
-    match scheme.as_deref() {
-        Some("redis" | "rediss") => return redis_target(uri),
-        Some("zookeeper") => {
-            let (coordinator, ttl) = crate::zookeeper::target(uri)?;
-            return Ok(Target {
-                coordinator,
-                reserve: ttl,
-            });
-        }
-        Some("file" | "postgres" | "postgresql" | "k8s" | "env") => {}
-        Some(other) if is_scheme(other) => {
-            return Err(invalid(
-                uri,
-                format!(
-                    "unknown scheme {other:?}: expected file, postgres, redis, zookeeper, \
-                     k8s or env"
-                ),
-            ))
-        }
-        _ => return Err(invalid(uri, "no scheme")),
-    }
-    // k8s:///DIR and env:///DIR are file:///DIR with the worker id assigned from outside.
-    let assigned_scheme = match scheme.as_deref() {
-        Some("k8s") => Some("k8s"),
-        Some("env") => Some("env"),
-        _ => None,
-    };
-    let file_like = assigned_scheme.map(|_| {
-        let rest = uri.split_once("://").map_or("", |(_, rest)| rest);
-        format!("file://{rest}")
-    });
-    let parts = parse(file_like.as_deref().unwrap_or(uri))?;
+/// The parameters `file://` (with `k8s://`, `env://`) and `postgres://` share, taken from the
+/// parsed query; every other parameter is left in `passthrough`, in order, for the scheme.
+pub(crate) struct Common<'a> {
+    pub app: String,
+    pub ttl: Option<Duration>,
+    pub reserve: Option<Duration>,
+    pub table: Option<String>,
+    pub write_delay: Option<Duration>,
+    pub passthrough: Vec<(&'a str, &'a str)>,
+}
+
+/// Takes [`Common`]'s parameters from `parts` and checks the app name.
+pub(crate) fn common<'a>(uri: &str, parts: &'a Parts) -> Result<Common<'a>, LeaseError> {
     let mut app = DEFAULT_APP.to_owned();
     let mut ttl = None;
     let mut reserve = None;
@@ -456,286 +445,75 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
         }
     }
     check_app(uri, &app)?;
-    if parts.scheme == "file" {
-        // mode=private (default: 0700 directories, 0600 files) or mode=group (0770, 0660).
-        let sharing = match passthrough.iter().find(|(key, _)| *key == "mode") {
-            None | Some((_, "private")) => Sharing::Private,
-            Some((_, "group")) => Sharing::Group,
-            Some(_) => return Err(invalid(uri, "mode must be private or group")),
-        };
-        passthrough.retain(|(key, _)| *key != "mode");
-        if passthrough.iter().any(|(key, _)| *key == "max_skew") {
-            return Err(invalid(
-                uri,
-                "max_skew is a postgres:// and zookeeper:// parameter: file:// has no clock \
-                 apart from this host's to compare with",
-            ));
-        }
-        if let Some((key, _)) = passthrough.first() {
-            return Err(invalid(
-                uri,
-                format!("unknown parameter {key:?} for file://"),
-            ));
-        }
-        if ttl.is_some() || table.is_some() {
-            return Err(invalid(
-                uri,
-                "ttl and table are postgres:// parameters (file locks last until released)",
-            ));
-        }
-        // `url` reads file://localhost/DIR as file:///DIR; any other host is not this one.
-        let path = parts
-            .url
-            .to_file_path()
-            .ok()
-            .filter(|_| parts.hosts.is_empty())
-            .ok_or_else(|| invalid(uri, "expected an absolute path: file:///DIR"))?;
-        let reserve = reserve.unwrap_or(DEFAULT_RESERVE);
-        if reserve < Duration::from_millis(10) {
-            return Err(invalid(uri, "reserve must be at least 10ms"));
-        }
-        let mut coordinator = match assigned_scheme {
-            None => FileCoordinator::with_sharing(path, &app, sharing)?,
-            Some(scheme) => {
-                let assigned = if scheme == "k8s" {
-                    let pod_index = std::env::var(crate::fixed::POD_INDEX_ENV).ok();
-                    crate::fixed::pod_ordinal(
-                        pod_index.as_deref(),
-                        crate::fixed::hostname().as_deref(),
-                    )
-                } else {
-                    let value = std::env::var(crate::fixed::WORKER_ID_ENV).ok();
-                    crate::fixed::env_worker_id(value.as_deref())
-                }
-                .map_err(|reason| LeaseError::unavailable(&format!("{scheme}://"), reason))?;
-                FileCoordinator::with_assigned(path, &app, sharing, assigned, scheme)?
-            }
-        };
-        coordinator.set_write_delay(write_delay);
-        return Ok(Target {
-            coordinator: Box::new(coordinator),
-            reserve,
-        });
-    }
-    if reserve.is_some() || write_delay.is_some() {
-        return Err(invalid(
-            uri,
-            "postgres:// reserves state up to the lease deadline: set ttl, not reserve",
-        ));
-    }
-    let ttl = ttl.unwrap_or(DEFAULT_TTL);
-    if ttl < Duration::from_millis(200) || ttl > Duration::from_secs(86_400) {
-        return Err(invalid(uri, "ttl must be between 200ms and 1 day"));
-    }
-    let table = table.unwrap_or_else(|| DEFAULT_TABLE.to_owned());
-    let table_ok = table.len() <= 63
-        && table.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && table
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if !table_ok {
-        return Err(invalid(
-            uri,
-            format!("table must be a lowercase SQL identifier, found {table:?}"),
-        ));
-    }
-    // sslmode and sslrootcert as libpq means them (the `postgres` crate knows three modes,
-    // and no sslrootcert), and the start-up clock check's bound.
-    let mut take = |name: &str| {
-        let at = passthrough.iter().position(|(key, _)| *key == name)?;
-        Some(passthrough.remove(at).1)
-    };
-    let sslmode = match take("sslmode") {
-        None => SslMode::Prefer,
-        Some(mode) => SslMode::parse(mode).ok_or_else(|| {
-            invalid(
-                uri,
-                "sslmode must be disable, prefer, require, verify-ca or verify-full",
-            )
-        })?,
-    };
-    let sslrootcert = take("sslrootcert").map(std::path::Path::new);
-    let tls = PgTls::new(sslmode, sslrootcert).map_err(|reason| invalid(uri, reason))?;
-    let max_skew = match take("max_skew") {
-        None => Some(crate::coordinator::DEFAULT_MAX_SKEW),
-        Some(value) => crate::coordinator::parse_max_skew(uri, value)?,
-    };
-    let config = pg_config(uri, &parts, &passthrough)?;
-    let describe = format!("{}?app={app}", parts.base());
-    Ok(Target {
-        coordinator: Box::new(
-            PostgresCoordinator::new(config, describe, &table, &app, ttl, owner_token())
-                .with_tls(tls)
-                .with_max_skew(max_skew),
-        ),
-        reserve: ttl,
+    Ok(Common {
+        app,
+        ttl,
+        reserve,
+        table,
+        write_delay,
+        passthrough,
     })
 }
 
-/// The connection config of a `postgres://` URI, from the parts `url` found, with the same
-/// meaning as libpq's URIs (parameters after the URI's own user, host, port and database;
-/// a `password` parameter wins over the user info's). The password never passes through
-/// text the `postgres` crate could echo.
-fn pg_config(
-    uri: &str,
-    parts: &Parts,
-    passthrough: &[(&str, &str)],
-) -> Result<postgres::Config, LeaseError> {
-    fn quoted(value: &str) -> String {
-        format!("'{}'", value.replace('\\', "\\\\").replace('\'', "\\'"))
-    }
-    let mut settings = Vec::new();
-    let user = parts.user();
-    if !user.is_empty() {
-        settings.push(format!("user={}", quoted(&user)));
-    }
-    if !parts.hosts.is_empty() {
-        let mut hosts = Vec::new();
-        let mut ports = Vec::new();
-        for (host, port) in &parts.hosts {
-            let host = host
-                .strip_prefix('[')
-                .and_then(|h| h.strip_suffix(']'))
-                .unwrap_or(host);
-            // A Unix socket directory is written percent-encoded: %2Fvar%2Frun%2Fpostgresql.
-            hosts.push(percent_decode(host).map_err(|reason| invalid(uri, reason))?);
-            ports.push(port.map_or_else(String::new, |p| p.to_string()));
-        }
-        settings.push(format!("host={}", quoted(&hosts.join(","))));
-        settings.push(format!("port={}", quoted(&ports.join(","))));
-    }
-    let database = parts.url.path().trim_start_matches('/');
-    if !database.is_empty() {
-        let database = percent_decode(database).map_err(|reason| invalid(uri, reason))?;
-        settings.push(format!("dbname={}", quoted(&database)));
-    }
-    for (key, value) in passthrough {
-        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(invalid(
-                uri,
-                format!("unknown parameter {key:?} for postgres://"),
-            ));
-        }
-        settings.push(format!("{key}={}", quoted(value)));
-    }
-    let mut config: postgres::Config =
-        settings
-            .join(" ")
-            .parse()
-            .map_err(|error: postgres::Error| {
-                // "invalid connection string" says little; its source names the option.
-                let detail = std::error::Error::source(&error)
-                    .map_or_else(String::new, |source| format!(": {source}"));
-                invalid(uri, format!("{error}{detail}"))
-            })?;
-    if config.get_password().is_none() {
-        if let Some(password) = parts.password() {
-            config.password(password);
-        }
-    }
-    if config.get_user().is_none() {
-        return Err(invalid(
-            uri,
-            "no user name: expected postgres://USER@HOST:PORT/DB",
-        ));
-    }
-    if config.get_hosts().is_empty() {
-        return Err(invalid(
-            uri,
-            "no host: expected postgres://USER@HOST:PORT/DB",
-        ));
-    }
-    Ok(config)
+/// The refusal of a URI whose scheme's cargo feature this build leaves out.
+#[cfg(not(all(
+    feature = "postgres",
+    feature = "redis",
+    feature = "zookeeper",
+    feature = "k8s"
+)))]
+fn not_built(uri: &str, scheme: &str) -> LeaseError {
+    let feature = match scheme {
+        "rediss" => "redis",
+        "postgresql" => "postgres",
+        other => other,
+    };
+    invalid(
+        uri,
+        format!(
+            "{scheme}:// is not built in: enable clockflake-lease's cargo feature \"{feature}\" \
+             (features = [\"{feature}\"]; the default features include every coordinator)"
+        ),
+    )
 }
 
-/// `redis://[USER:PASSWORD@]HOST[:PORT][/DB]?app=NAME&ttl=10s`, `rediss://` for TLS (with
-/// `cacert=PATH`, a PEM file of the certificates to trust instead of the system's).
-fn redis_target(uri: &str) -> Result<Target, LeaseError> {
-    let parts = parse(uri)?;
-    let tls = parts.scheme == "rediss";
-    let mut app = DEFAULT_APP.to_owned();
-    let mut ttl = DEFAULT_TTL;
-    let mut cacert = None;
-    let mut max_skew = Some(crate::coordinator::DEFAULT_MAX_SKEW);
-    for (key, value) in &parts.query {
-        match key.as_str() {
-            "app" => app = value.clone(),
-            "ttl" => {
-                ttl = parse_duration(value)
-                    .filter(|d| !d.is_zero())
-                    .ok_or_else(|| invalid(uri, "ttl must look like 10s, 1500ms or 2m"))?
-            }
-            "max_skew" => max_skew = crate::coordinator::parse_max_skew(uri, value)?,
-            "cacert" if tls => cacert = Some(value.clone()),
-            "cacert" => return Err(invalid(uri, "cacert is a rediss:// (TLS) parameter")),
-            _ => {
-                return Err(invalid(
-                    uri,
-                    format!(
-                        "unknown parameter {key:?} for {}:// (expected app, ttl, max_skew{})",
-                        parts.scheme,
-                        if tls { ", cacert" } else { "" }
-                    ),
-                ))
-            }
+pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
+    let scheme = uri
+        .split_once("://")
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    match scheme.as_deref() {
+        #[cfg(feature = "redis")]
+        Some("redis" | "rediss") => redis::target(uri),
+        #[cfg(feature = "zookeeper")]
+        Some("zookeeper") => {
+            let (coordinator, ttl) = crate::zookeeper::target(uri)?;
+            Ok(Target {
+                coordinator,
+                reserve: ttl,
+            })
         }
-    }
-    check_app(uri, &app)?;
-    if ttl < Duration::from_millis(200) || ttl > Duration::from_secs(86_400) {
-        return Err(invalid(uri, "ttl must be between 200ms and 1 day"));
-    }
-    let [(host, port)] = parts.hosts.as_slice() else {
-        return Err(invalid(
+        #[cfg(feature = "postgres")]
+        Some("postgres" | "postgresql") => postgres::target(uri),
+        #[cfg(feature = "k8s")]
+        Some("k8s") => file::target(uri, "k8s"),
+        Some(scheme @ ("file" | "env")) => file::target(uri, scheme),
+        #[cfg(not(feature = "redis"))]
+        Some(scheme @ ("redis" | "rediss")) => Err(not_built(uri, scheme)),
+        #[cfg(not(feature = "zookeeper"))]
+        Some(scheme @ "zookeeper") => Err(not_built(uri, scheme)),
+        #[cfg(not(feature = "postgres"))]
+        Some(scheme @ ("postgres" | "postgresql")) => Err(not_built(uri, scheme)),
+        #[cfg(not(feature = "k8s"))]
+        Some(scheme @ "k8s") => Err(not_built(uri, scheme)),
+        Some(other) if is_scheme(other) => Err(invalid(
             uri,
-            "expected one host: redis://[USER:PASSWORD@]HOST:PORT/DB (a primary, not a list)",
-        ));
-    };
-    let host = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host)
-        .to_owned();
-    let db = match parts.url.path().trim_start_matches('/') {
-        "" => 0,
-        db => db
-            .parse::<i64>()
-            .ok()
-            .filter(|db| *db >= 0)
-            .ok_or_else(|| invalid(uri, "the path must be a database number: /0, /1, ..."))?,
-    };
-    let user = Some(parts.user()).filter(|user| !user.is_empty());
-    let password = match parts.password() {
-        Some(bytes) => Some(
-            String::from_utf8(bytes)
-                .map_err(|_| invalid(uri, "the password is not UTF-8 once percent-decoded"))?,
-        ),
-        None => None,
-    };
-    let cacert = match cacert {
-        Some(path) => Some(
-            std::fs::read(&path)
-                .map_err(|error| invalid(uri, format!("cacert: cannot read {path:?}: {error}")))?,
-        ),
-        None => None,
-    };
-    let describe = format!("{}?app={app}", parts.base());
-    let endpoint = crate::redis::Endpoint {
-        host,
-        port: port.unwrap_or(6379),
-        db,
-        user,
-        password,
-        tls,
-        cacert,
-    };
-    let coordinator =
-        crate::redis::RedisCoordinator::new(endpoint, describe, &app, ttl, owner_token())
-            .map_err(|reason| invalid(uri, reason))?
-            .with_max_skew(max_skew);
-    Ok(Target {
-        coordinator: Box::new(coordinator),
-        reserve: ttl,
-    })
+            format!(
+                "unknown scheme {other:?}: expected file, postgres, redis, zookeeper, \
+                 k8s or env"
+            ),
+        )),
+        _ => Err(invalid(uri, "no scheme")),
+    }
 }
 
 #[cfg(test)]
@@ -779,6 +557,43 @@ mod tests {
         }
     }
 
+    /// Built without a coordinator's feature (`make check-lease-features`), its URIs are
+    /// refused with `INVALID_URI` naming the feature to enable.
+    #[test]
+    #[cfg(not(all(
+        feature = "postgres",
+        feature = "redis",
+        feature = "zookeeper",
+        feature = "k8s"
+    )))]
+    fn a_scheme_left_out_of_the_build_names_its_feature() {
+        let cases = [
+            (
+                cfg!(feature = "postgres"),
+                "postgresql://u@h/db",
+                "postgres",
+            ),
+            (cfg!(feature = "redis"), "rediss://h:6379/0", "redis"),
+            (
+                cfg!(feature = "zookeeper"),
+                "zookeeper://h:2181/snowflake/a",
+                "zookeeper",
+            ),
+            (cfg!(feature = "k8s"), "k8s:///tmp/x?app=a", "k8s"),
+        ];
+        for (built, uri, feature) in cases.into_iter().filter(|case| !case.0) {
+            let Err(error) = connect(uri) else {
+                panic!("{uri} was accepted (built: {built})");
+            };
+            assert_eq!(error.code(), "INVALID_URI", "{uri}");
+            let message = error.to_string();
+            assert!(
+                message.contains(&format!("cargo feature \"{feature}\"")),
+                "{uri}: {message}"
+            );
+        }
+    }
+
     #[test]
     fn durations() {
         assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
@@ -816,33 +631,6 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn a_connection_config_from_the_parts() {
-        let config = |uri: &str| match connect(uri) {
-            Err(error) => panic!("{error}"),
-            Ok(target) => target.coordinator.describe(),
-        };
-        let shown = config("postgresql://me:s3cret@db:6543/orders?app=a&sslmode=disable");
-        assert!(
-            shown.contains("postgresql://me@db:6543/orders?app=a"),
-            "{shown}"
-        );
-        assert!(!shown.contains("s3cret"), "{shown}");
-        let parts = parse("postgres://me:pw@h/db?password=other").unwrap();
-        let pg = pg_config("x", &parts, &[("password", "other")]).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(pg.get_password(), Some(&b"other"[..]), "the parameter wins");
-        let pg =
-            pg_config("x", &parts, &[("options", "-c a='b\\c'")]).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(pg.get_password(), Some(&b"pw"[..]));
-        assert_eq!(pg.get_options(), Some("-c a='b\\c'"));
-        assert_eq!(pg.get_dbname(), Some("db"));
-        assert_eq!(pg.get_user(), Some("me"));
-        let parts = parse("postgres://me@%2Ftmp%2Fsock:5433/db").unwrap();
-        let pg = pg_config("x", &parts, &[]).unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(pg.get_hosts(), [postgres::config::Host::Unix(_)]));
-        assert_eq!(pg.get_ports(), [5433]);
     }
 
     #[test]
