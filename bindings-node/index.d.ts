@@ -1,5 +1,5 @@
-// Types of the npm package `clockflake` (hand-written, like index.js; checked by `tsc --noEmit`
-// on examples/example.ts in `make test-node`).
+// Types of the npm package `clockflake`, one API for every runtime (hand-written, like js/;
+// checked by `tsc --noEmit` on examples/ in `make test-node`, with and without @types/node).
 
 /** A preset layout's name. */
 export type PresetName = 'clockseq' | 'twitter' | 'discord' | 'sonyflake' | 'baidu' | 'js53';
@@ -133,19 +133,33 @@ export interface PartsInput {
 }
 
 /**
- * Every error this package throws. Core refusals are `Error`s; argument-shape problems are
- * `TypeError` (`INVALID_ARG_TYPE`, `UNKNOWN_OPTION`) or `RangeError` (a number that is not an
- * integer 0..=2^53-1, with the field's range code or `INVALID_ARG_VALUE`). Leased generators add
- * `LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, `INVALID_URI`, `COORDINATOR_UNAVAILABLE`,
- * `GENERATOR_CLOSED` and `INVALID_STATE` (a stored state record that cannot be read);
+ * Every error this package throws answers `error instanceof ClockflakeError` (through
+ * `Symbol.hasInstance`: argument errors are real `TypeError`s and `RangeError`s as well, which a
+ * class cannot extend at the same time). Core refusals are instances of this class, with core's
+ * code and message, the same whichever engine (wasm or native) ran the call; argument-shape
+ * problems are `TypeError` (`INVALID_ARG_TYPE`, `UNKNOWN_OPTION`) or `RangeError` (a number that
+ * is not an integer 0..=2^53-1, with the field's range code or `INVALID_ARG_VALUE`). Leased
+ * generators add `LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, `INVALID_URI`, `COORDINATOR_UNAVAILABLE`,
+ * `CLOCK_SKEW`, `GENERATOR_CLOSED`, `INVALID_STATE` (a stored state record that cannot be read)
+ * and `NATIVE_UNAVAILABLE` (no native addon for this platform or runtime: `Generator.open` only);
  * `PublicIds` adds `INVALID_PUBLIC_ID`, `UNKNOWN_KEY_VERSION` and `INVALID_KEY_VERSION`.
  */
-export interface ClockflakeError extends Error {
+export declare class ClockflakeError extends Error {
+  constructor(code: string, message: string, retryAtMs?: number | null);
   /** The stable code, e.g. `'WORKER_ID_OUT_OF_RANGE'`, `'INVALID_ID'`, `'CLOCK_MOVED_BACKWARDS'`. */
-  code: string;
+  readonly code: string;
   /** For clock and sequence refusals: when a retry can succeed (Unix ms); `null` if final. */
-  retryAtMs: number | null;
+  readonly retryAtMs: number | null;
+  /** True for every error the package throws (TypeErrors and RangeErrors included). */
+  static [Symbol.hasInstance](value: unknown): value is ClockflakeError;
 }
+
+/**
+ * `[Symbol.dispose](): void` where the compilation knows `Symbol.dispose` (TypeScript's
+ * `esnext.disposable` lib, or @types/node), so `using gen = Generator.open(...)` type-checks;
+ * nothing where it does not, so these types compile with or without either.
+ */
+type DisposeMethod = SymbolConstructor extends { readonly dispose: infer D extends symbol } ? { [K in D]: () => void } : {};
 
 /**
  * Generates ids for one worker id. One per thread: a `Generator` cannot be shared with a worker
@@ -155,7 +169,7 @@ export interface ClockflakeError extends Error {
  * const gen = new Generator({ workerId: 7 });
  * const id = gen.nextId(); // 383196811201900544n
  */
-export declare class Generator implements Disposable {
+export declare class Generator {
   constructor(options: GeneratorOptions);
   /** Continues from a saved `state()`, never reissuing an id at or below its high-water marks. */
   static resume(state: GeneratorState, options?: ResumeOptions): Generator;
@@ -202,9 +216,10 @@ export declare class Generator implements Disposable {
    * state and releases its worker id. Idempotent.
    */
   close(): void;
-  /** `close()`, for `using`. */
-  [Symbol.dispose](): void;
 }
+
+/** `gen[Symbol.dispose]()` is `close()`, for `using`. */
+export interface Generator extends DisposeMethod {}
 
 /**
  * Public ids that reveal nothing: a keyed, reversible permutation of the 63-bit id space, and a

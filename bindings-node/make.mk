@@ -20,8 +20,11 @@ setup-node:
 	@cd $(NODE_DIR) && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
 	  npm ci --no-audit --no-fund; fi
 
-build-node: setup-node setup-rust
+# The package's JavaScript (lib/, from js/ with the wasm engine inlined) and the native addon
+# (leases only, loaded lazily by Generator.open).
+build-node: setup-node setup-rust build-wasm
 	cd $(NODE_DIR) && npx napi build --platform --release --js binding.js --dts binding.d.ts
+	cd $(NODE_DIR) && node build.mjs
 
 lint-node: setup-rust
 	$(CARGO) fmt -p clockflake-node --check

@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import os from 'node:os';
 
 const require = createRequire(import.meta.url);
-const clockflake = require('../index.js');
+const clockflake = require('../lib/index.cjs');
 const { Snowflake: SapphireSnowflake } = require('@sapphire/snowflake');
 const Snowflakify = require('snowflakify').default;
 const { Snowflake: WasmSnowflake } = require('nodejs-snowflake');

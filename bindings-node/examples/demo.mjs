@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Generator, PublicIds, decode, layouts } from '../index.mjs';
+import { Generator, PublicIds, decode, layouts } from '../lib/index.mjs';
 
 const gen = new Generator({ workerId: 7 });
 console.log(`node: layout ${gen.layout.name}, worker ${gen.workerId}`);

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import * as api from '../index.mjs';
+import * as api from '../lib/index.mjs';
 import { throwsCoded } from '../../tests/harness/node-errors.mjs';
 
 const { Generator, decode, encode, idRange, layouts, describeLayout } = api;
@@ -10,7 +10,7 @@ const T = 1_795_000_000_000; // 2026-11-19T...Z, inside every generating layout'
 
 
 test('exports: the same objects from require and import', () => {
-  const cjs = createRequire(import.meta.url)('../index.js');
+  const cjs = createRequire(import.meta.url)('../lib/index.cjs');
   for (const name of ['Generator', 'decode', 'encode', 'idRange', 'layouts', 'describeLayout']) {
     assert.equal(cjs[name], api[name], name);
   }

@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const INDEX = require.resolve('../index.js');
-const { decode } = require('../index.js');
+const INDEX = require.resolve('../lib/index.cjs');
+const { decode } = require('../lib/index.cjs');
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -149,7 +149,7 @@ test('static generator: a full tick whose successor is a day away throws SEQUENC
   assert.equal(calls.length, 4);
   for (const call of calls) {
     assert.equal(call.code, 'SEQUENCE_EXHAUSTED', `${call.name}: ${JSON.stringify(call)}`);
-    assert.equal(call.class, 'Error', call.name);
+    assert.equal(call.class, 'ClockflakeError', call.name);
     assert.equal(call.retryAtMs, nextDay, call.name);
     assert.ok(call.message.includes(String(nextDay)), call.message);
     assert.ok(call.tookMs < 100, `${call.name} took ${call.tookMs} ms`);

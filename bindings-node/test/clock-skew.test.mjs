@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Generator } from '../index.mjs';
+import { Generator } from '../lib/index.mjs';
 import native from '../binding.js';
 
 const url = process.env.CLOCKFLAKE_PG_URL;
@@ -52,7 +52,7 @@ test('postgres: a process 10 s ahead is refused with CLOCK_SKEW (an Error with t
   skip: skip || (hasFaketime ? false : 'faketime is not installed'),
 }, () => {
   const uri = `${url}?app=${app}-ahead&ttl=2s`;
-  const index = fileURLToPath(new URL('../index.mjs', import.meta.url));
+  const index = fileURLToPath(new URL('../lib/index.mjs', import.meta.url));
   const child = `
     import { Generator } from ${JSON.stringify(index)};
     try { Generator.open(${JSON.stringify(uri)}); console.log('opened'); }

@@ -1,7 +1,7 @@
 // Generation: uniqueness and order at volume, and rollback schedules driven through `clock`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Generator, decode, encode } from '../index.mjs';
+import { Generator, decode, encode } from '../lib/index.mjs';
 
 const T = 1_795_000_000_000;
 

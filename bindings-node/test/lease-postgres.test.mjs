@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Generator, decode } from '../index.mjs';
+import { Generator, decode } from '../lib/index.mjs';
 
 const url = process.env.CLOCKFLAKE_PG_URL;
 const skip = url ? false : 'CLOCKFLAKE_PG_URL not set (make test-node starts a server)';

@@ -13,7 +13,7 @@ import { Worker } from 'node:worker_threads';
 
 const CHILDREN = 8;
 const PER_CHILD = 100_000;
-const indexUrl = new URL('../index.mjs', import.meta.url).href;
+const indexUrl = new URL('../lib/index.mjs', import.meta.url).href;
 
 /** What each child runs: open, generate through nextId(), report, close when told. */
 function generate(Generator, uri) {

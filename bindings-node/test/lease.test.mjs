@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { Generator, decode } from '../index.mjs';
+import { Generator, decode } from '../lib/index.mjs';
 import { throwsCoded as throwsCodedWith } from '../../tests/harness/node-errors.mjs';
 
 function tempDir() {
@@ -208,7 +208,7 @@ test('a leased generator left open is released when its thread ends, or when it 
   const dir = tempDir();
   try {
     const uri = `file://${dir}?app=left-open`;
-    const indexUrl = new URL('../index.mjs', import.meta.url).href;
+    const indexUrl = new URL('../lib/index.mjs', import.meta.url).href;
     const code = `
       const { parentPort, workerData } = require('node:worker_threads');
       import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
@@ -229,7 +229,7 @@ test('a leased generator left open is released when its thread ends, or when it 
     assert.equal(after.workerId, 0, 'worker id 0 is free again once the thread ended');
     after.close();
 
-    const indexPath = fileURLToPath(new URL('../index.js', import.meta.url));
+    const indexPath = fileURLToPath(new URL('../lib/index.cjs', import.meta.url));
     const script = `
       const { Generator } = require(${JSON.stringify(indexPath)});
       (() => { Generator.open(process.argv[1]).nextId(); })();

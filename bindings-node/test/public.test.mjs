@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import * as api from '../index.mjs';
+import * as api from '../lib/index.mjs';
 import { throwsCoded as throwsCodedWith } from '../../tests/harness/node-errors.mjs';
 
 const { PublicIds, Generator } = api;
@@ -13,7 +13,7 @@ const KEY2 = Uint8Array.from({ length: 16 }, (_, i) => i);
 const throwsCoded = (fn, code, ErrorClass = Error) => throwsCodedWith(fn, code, ErrorClass, { minMessageLength: 11 });
 
 test('PublicIds: exported from require and import alike', () => {
-  assert.equal(createRequire(import.meta.url)('../index.js').PublicIds, PublicIds);
+  assert.equal(createRequire(import.meta.url)('../lib/index.cjs').PublicIds, PublicIds);
 });
 
 test('PublicIds: encode/decode and the text form round-trip generated ids', () => {

@@ -3,9 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
-import { Generator, decode } from '../index.mjs';
+import { Generator, decode } from '../lib/index.mjs';
 
-const indexUrl = new URL('../index.mjs', import.meta.url).href;
+const indexUrl = new URL('../lib/index.mjs', import.meta.url).href;
 
 function runWorker(code, workerData) {
   return new Promise((resolve, reject) => {

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { inspect } from 'node:util';
-import { Generator } from '../index.mjs';
+import { Generator } from '../lib/index.mjs';
 
 const table = JSON.parse(readFileSync(new URL('../../tests/uris/secrets.json', import.meta.url), 'utf8'));
 const CODES = new Set(['INVALID_URI', 'COORDINATOR_UNAVAILABLE']);

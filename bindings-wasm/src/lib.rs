@@ -509,6 +509,20 @@ pub fn gen_state(handle: u32) -> i32 {
     })
 }
 
+/// A generator's options as in force: returns its policy's index in [`Policy::ALL`] order
+/// (clock-sequence, wait, logical, fail), or -1; scratch64 gets `max_wait_ms` and
+/// `max_drift_ms` as f64 at \[0\] and \[1\].
+#[wasm_bindgen]
+pub fn gen_options(handle: u32) -> i32 {
+    with_generator(handle, |generator| {
+        let options = generator.options();
+        putf(0, options.max_wait_ms as f64);
+        putf(1, options.max_drift_ms as f64);
+        let policy = generator.policy();
+        Ok(Policy::ALL.iter().position(|p| *p == policy).map_or(-1, |i| i as i32))
+    })
+}
+
 /// The instance's memory, for the wrapper's typed-array views of the scratch area.
 #[wasm_bindgen]
 pub fn wasm_memory() -> JsValue {

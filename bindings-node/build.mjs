@@ -1,0 +1,64 @@
+// Builds the package's JavaScript into lib/ from js/ (ES module sources) with esbuild:
+//   lib/index.cjs    Node's entry (require), with the native loader for Generator.open
+//   lib/index.mjs    Node's entry (import): the same objects as index.cjs
+//   lib/browser.mjs  browsers, workers, Deno (and bundlers' `import`); lib/browser.cjs for `require`
+//   lib/decode.mjs, lib/decode.cjs   `clockflake/decode`: decoding only, plain JavaScript
+// The wasm engine (bindings-wasm, `make build-wasm`) is inlined as bytes and instantiated
+// synchronously: no .wasm file to locate, no bundler configuration, no `await init()`.
+import { build } from 'esbuild';
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const lib = join(here, 'lib');
+/**
+ * The wasm-bindgen glue's async loader (never called: the bytes are inlined) names the .wasm by
+ * `new URL('clockflake_wasm_bg.wasm', import.meta.url)`, which bundlers would try to resolve and
+ * emit: leave it out.
+ */
+const inlineWasm = {
+  name: 'inline-wasm',
+  setup(builder) {
+    builder.onLoad({ filter: /clockflake_wasm\.js$/ }, async ({ path }) => {
+      const source = readFileSync(path, 'utf8');
+      const stripped = source.replace("new URL('clockflake_wasm_bg.wasm', import.meta.url)", 'undefined');
+      if (stripped === source) throw new Error('the wasm-bindgen glue no longer names its .wasm as expected');
+      return { contents: stripped, loader: 'js' };
+    });
+  },
+};
+const common = { bundle: true, logLevel: 'warning', loader: { '.wasm': 'binary' }, legalComments: 'none', plugins: [inlineWasm] };
+
+rmSync(lib, { recursive: true, force: true });
+mkdirSync(lib);
+await build({
+  ...common,
+  entryPoints: [join(here, 'js/node.js')],
+  outfile: join(lib, 'index.cjs'),
+  format: 'cjs',
+  platform: 'node',
+  target: 'node18',
+  define: { 'import.meta.url': '__clockflake_module_url' },
+  banner: { js: "'use strict';\nconst __clockflake_module_url = require('node:url').pathToFileURL(__filename).href;" },
+});
+copyFileSync(join(here, 'js/index.mjs'), join(lib, 'index.mjs'));
+for (const [format, file] of [['esm', 'browser.mjs'], ['cjs', 'browser.cjs']]) {
+  await build({ ...common, entryPoints: [join(here, 'js/default.js')], outfile: join(lib, file), format, platform: 'neutral', target: 'es2020' });
+}
+
+// The decode-only entry carries the preset layouts as the core describes them.
+const { layouts } = createRequire(import.meta.url)(join(lib, 'index.cjs'));
+const presets = Object.values(layouts).map((info) => ({ ...info, maxId: String(info.maxId), fingerprint: String(info.fingerprint) }));
+for (const [format, file] of [['esm', 'decode.mjs'], ['cjs', 'decode.cjs']]) {
+  await build({
+    ...common,
+    entryPoints: [join(here, 'js/decode.js')],
+    outfile: join(lib, file),
+    format,
+    platform: 'neutral',
+    target: 'es2020',
+    define: { PRESETS: JSON.stringify(presets) },
+  });
+}

@@ -1,0 +1,84 @@
+// `clockflake/decode`: decoding only, in plain JavaScript (no wasm, no native addon), for pages
+// that read ids and make none. The same `decode` as the full package, with the same codes and
+// messages (core's, rebuilt by messages.js); the preset layouts come from the core at build
+// time. A custom layout is given as a `describeLayout()` result of the full package.
+import { formatMessage } from '../../bindings-wasm/js/messages.js';
+import { ClockflakeError, typeError } from './errors.js';
+import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';
+
+export { ClockflakeError };
+
+const FIELDS = ['timestamp', 'clock_seq', 'worker', 'sequence'];
+const TWO_63 = 1n << 63n;
+const TWO_64 = 1n << 64n;
+
+/** Every preset layout by name, as the full package's `layouts` describes it. */
+export const layouts = Object.freeze(
+  Object.fromEntries(
+    // biome-ignore lint/correctness/noUndeclaredVariables: defined at build time from the core
+    PRESETS.map((info) =>
+      [info.name, Object.freeze({ ...info, fields: Object.freeze(info.fields.map((f) => Object.freeze({ ...f }))), maxId: BigInt(info.maxId), fingerprint: BigInt(info.fingerprint) })],
+    ),
+  ),
+);
+
+const decoders = new WeakMap();
+
+function decoderOf(info) {
+  let decoder = decoders.get(info);
+  if (decoder === undefined) {
+    const shifts = [0, 0, 0, 0];
+    const widths = [0, 0, 0, 0];
+    let shift = 0;
+    for (let i = info.fields.length - 1; i >= 0; i--) {
+      const at = FIELDS.indexOf(info.fields[i].name);
+      shifts[at] = shift;
+      widths[at] = info.fields[i].bits;
+      shift += info.fields[i].bits;
+    }
+    decoder = { info, parts: shifts.map((s, i) => extractor(s, widths[i])) };
+    decoders.set(info, decoder);
+  }
+  return decoder;
+}
+
+function invalidId(kind, a = 0n, b = 0n) {
+  return new ClockflakeError('INVALID_ID', formatMessage('INVALID_ID', kind, [a, b, 0n, 0n]));
+}
+
+/** Core's `parse_id`: the same refusals in the same order. */
+function parseId(text) {
+  if (text.length === 0) throw invalidId(0);
+  if (text[0] === '-') throw invalidId(1);
+  let end = 0;
+  while (end < text.length && text.charCodeAt(end) >= 48 && text.charCodeAt(end) <= 57) end++;
+  if (end > 0 && BigInt(text.slice(0, end)) >= TWO_64) throw invalidId(3);
+  if (end < text.length) throw invalidId(2, BigInt(text.codePointAt(end)), BigInt(end));
+  return BigInt(text);
+}
+
+/** Splits an id (bigint, or decimal string) into `{ timestampMs, date, clockSeq, workerId, sequence }`. */
+export function decode(id, layout = 'clockseq') {
+  let info;
+  if (typeof layout === 'string') {
+    info = layouts[layout];
+    if (info === undefined) throw new ClockflakeError('UNKNOWN_LAYOUT', formatMessage('UNKNOWN_LAYOUT', 0, []));
+  } else if (layout !== null && typeof layout === 'object' && Array.isArray(layout.fields) && typeof layout.maxId === 'bigint') {
+    info = layout;
+  } else {
+    throw typeError('layout', "a preset name or a describeLayout() result (custom layouts are checked by 'clockflake')", layout);
+  }
+  let value = id;
+  if (typeof id === 'string') value = parseId(id);
+  else if (typeof id !== 'bigint') throw typeError('id', 'a bigint or a decimal string (a number loses precision above 2^53)', id);
+  if (value < 0n) parseId(String(value));
+  if (value >= TWO_64) throw invalidId(3);
+  if (value >= TWO_63) throw invalidId(4, value);
+  if (value > info.maxId) throw invalidId(5, value, info.maxId);
+  const { parts } = decoderOf(info);
+  SCRATCH[0] = value;
+  const lo = HALVES[LO];
+  const hi = HALVES[HI];
+  const [t, c, w, s] = parts.map((x) => ((hi >>> x.hs) & x.hm) * x.hmul + (((lo >>> x.ls) & x.lm) >>> 0));
+  return new Parts(info.epochMs + t * info.unitMs, c, w, s);
+}
