@@ -1,6 +1,6 @@
 # clockflake Python package (bindings-python/): pyo3 + maturin, tests with pytest.
-#   make setup-python   virtualenv $(ROOT)/.venv with maturin, pytest, hypothesis, mypy; builds the extension into it
-#   make test-python    shared vectors + binding tests (pytest), stubtest, and an install-as-a-user smoke test
+#   make setup-python   virtualenv $(ROOT)/.venv with maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel
+#   make test-python    shared vectors + binding tests (pytest), stubtest, ruff, clippy, and an install-as-a-user smoke test
 #   make setup-faketime libfaketime for the clock-excursion tests (also a prerequisite of test-core)
 #   make demo-python    a few ids with their decoded fields
 #   make test-python-pg the PostgreSQL lease tests (starts a throwaway cluster; part of make test)
@@ -10,7 +10,10 @@
 PY_DIR := $(ROOT)/bindings-python
 PY_VENV := $(ROOT)/.venv
 PY_BIN := $(PY_VENV)/bin/python
-PY_DEV_DEPS := maturin>=1.9.4,<2 pytest hypothesis mypy
+PY_DEV_DEPS := "maturin>=1.9.4,<2" pytest hypothesis mypy ruff ziglang auditwheel
+# Every Python file of the package, and the reference scripts of the shared vectors.
+PY_LINT_PATHS := $(PY_DIR)/python $(PY_DIR)/tests $(PY_DIR)/bench $(PY_DIR)/examples $(PY_DIR)/scripts \
+  $(ROOT)/tests/vectors
 PY_BENCH_DEPS := snowflake-id snowflake-id-toolkit uuid-utils python-ulid
 
 .PHONY: setup-python build-python lint-python test-python demo-python bench-python
@@ -18,14 +21,19 @@ PY_BENCH_DEPS := snowflake-id snowflake-id-toolkit uuid-utils python-ulid
 # Idempotent: makes the virtualenv only if missing, installs the tools only if one is missing.
 setup-python:
 	@test -x $(PY_BIN) || $(PYTHON) -m venv $(PY_VENV)
-	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy" 2>/dev/null \
-	  || $(PY_BIN) -m pip install -q "maturin>=1.9.4,<2" pytest hypothesis mypy
+	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel" 2>/dev/null \
+	  || $(PY_BIN) -m pip install -q $(PY_DEV_DEPS)
 
 # The extension, optimised, installed into the virtualenv (editable: python/clockflake is the source).
 build-python: setup-python
 	VIRTUAL_ENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target $(PY_VENV)/bin/maturin develop -q --release -m $(PY_DIR)/Cargo.toml
 
-lint-python:
+# The package's LICENSE files are copies of the root's (maturin takes no file from above the package).
+lint-python: setup-python
+	cmp $(ROOT)/LICENSE-MIT $(PY_DIR)/LICENSE-MIT
+	cmp $(ROOT)/LICENSE-APACHE $(PY_DIR)/LICENSE-APACHE
+	$(PY_VENV)/bin/ruff check --config $(PY_DIR)/pyproject.toml $(PY_LINT_PATHS)
+	$(PY_VENV)/bin/ruff format --check --config $(PY_DIR)/pyproject.toml $(PY_LINT_PATHS)
 	$(CARGO) fmt -p clockflake-python --check
 	$(CARGO) clippy -p clockflake-python --no-deps --all-targets -- -D warnings
 

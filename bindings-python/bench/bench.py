@@ -15,21 +15,22 @@ Every figure is the median of several repetitions.
 from __future__ import annotations
 
 import argparse
+import functools
 import platform
 import re
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+import clockflake
 import snowflake  # snowflake-id
 import snowflake_id_toolkit
 import ulid  # python-ulid
 import uuid_utils
-
-import clockflake
 
 CAP = 4_096_000
 perf_ns = time.perf_counter_ns
@@ -43,15 +44,28 @@ def wait_for_tick() -> None:
 
 
 class Subject:
-    def __init__(self, name: str, version: str, make: Callable[[], Callable[[], Any]],
-                 decode: Callable[[Any], Any] | None, batch: Callable[[Callable[[], Any]], Callable[[], list[Any]]] | None = None,
-                 capped: bool = True) -> None:
-        self.name, self.version, self.make, self.decode, self.capped = name, version, make, decode, capped
-        self.batch = batch or (lambda f: (lambda: [f() for _ in range(1000)]))
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        make: Callable[[], Callable[[], Any]],
+        decode: Callable[[Any], Any] | None,
+        batch: Callable[[Callable[[], Any]], Callable[[], list[Any]]] | None = None,
+        capped: bool = True,
+    ) -> None:
+        self.name, self.version, self.make, self.decode, self.capped = (
+            name,
+            version,
+            make,
+            decode,
+            capped,
+        )
+        self.batch = batch or (lambda f: lambda: [f() for _ in range(1000)])
 
 
 def dist_version(name: str) -> str:
     from importlib.metadata import version
+
     return version(name)
 
 
@@ -83,12 +97,39 @@ def subjects() -> list[Subject]:
 
     return [
         Subject("clockflake", dist_version("clockflake"), cf_make, clockflake.decode, cf_batch),
-        Subject("clockflake leased (file://)", dist_version("clockflake"), cf_leased_make, None, cf_batch),
-        Subject("snowflake-id", dist_version("snowflake-id"), sf_make, lambda x: snowflake.Snowflake.parse(x, sf_epoch)),
-        Subject("snowflake-id-toolkit", dist_version("snowflake-id-toolkit"), lambda: tk(node_id=1).generate_next_id, tk_decode),
-        Subject("uuid-utils uuid7", dist_version("uuid-utils"), lambda: uuid_utils.uuid7,
-                lambda x: uuid_utils.UUID(int=x).timestamp, capped=False),
-        Subject("python-ulid", dist_version("python-ulid"), lambda: ulid.ULID, lambda x: ulid.ULID.from_int(x).timestamp, capped=False),
+        Subject(
+            "clockflake leased (file://)",
+            dist_version("clockflake"),
+            cf_leased_make,
+            None,
+            cf_batch,
+        ),
+        Subject(
+            "snowflake-id",
+            dist_version("snowflake-id"),
+            sf_make,
+            lambda x: snowflake.Snowflake.parse(x, sf_epoch),
+        ),
+        Subject(
+            "snowflake-id-toolkit",
+            dist_version("snowflake-id-toolkit"),
+            lambda: tk(node_id=1).generate_next_id,
+            tk_decode,
+        ),
+        Subject(
+            "uuid-utils uuid7",
+            dist_version("uuid-utils"),
+            lambda: uuid_utils.uuid7,
+            lambda x: uuid_utils.UUID(int=x).timestamp,
+            capped=False,
+        ),
+        Subject(
+            "python-ulid",
+            dist_version("python-ulid"),
+            lambda: ulid.ULID,
+            lambda x: ulid.ULID.from_int(x).timestamp,
+            capped=False,
+        ),
     ]
 
 
@@ -142,7 +183,9 @@ def batch_cost(batch: Callable[[], list[Any]], bursts: int = 200) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="replace the python section of this BENCHMARKS.md")
+    parser.add_argument(
+        "--write", type=Path, help="replace the python section of this BENCHMARKS.md"
+    )
     parser.add_argument("--reps", type=int, default=5, help="repetitions of the 1 s sustained run")
     parser.add_argument("--seconds", type=float, default=1.0)
     args = parser.parse_args()
@@ -162,8 +205,19 @@ def main() -> None:
         raw = raw_cost(f)
         dec = decode_cost(s.decode, int(sample)) if s.decode else None
         batch = batch_cost(s.batch(s.make()))
-        rows.append(dict(name=s.name, version=s.version, rate=rate, capped=s.capped, dups=dups, total=total,
-                         raw=raw, decode=dec, batch=batch))
+        rows.append(
+            {
+                "name": s.name,
+                "version": s.version,
+                "rate": rate,
+                "capped": s.capped,
+                "dups": dups,
+                "total": total,
+                "raw": raw,
+                "decode": dec,
+                "batch": batch,
+            }
+        )
 
     ours = rows[0]
     lines = [
@@ -179,10 +233,18 @@ def main() -> None:
         "| package | sustained ids/s | % of 4,096,000 cap | duplicates | raw ns/call | ratio | decode ns | ratio | 1000 ids ns/id | ratio |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+
+    def ratio_of(r: dict, key: str) -> str:
+        return "1" if r is ours else f"{r[key] / ours[key]:.2f}"
+
     for r in rows:
         cap = f"{r['rate'] / CAP * 100:.1f}%" if r["capped"] else "no cap"
-        ratio = lambda key: "1" if r is ours else f"{r[key] / ours[key]:.2f}"
-        decode = f"{r['decode']:.0f} | {ratio('decode')}" if r["decode"] is not None else "(same `decode`) | "
+        ratio = functools.partial(ratio_of, r)
+        decode = (
+            f"{r['decode']:.0f} | {ratio('decode')}"
+            if r["decode"] is not None
+            else "(same `decode`) | "
+        )
         lines.append(
             f"| {r['name']} {r['version']} | {r['rate']:,.0f} | {cap} | {r['dups']} of {r['total']:,} | {r['raw']:.0f} | {ratio('raw')} "
             f"| {decode} | {r['batch']:.1f} | {ratio('batch')} |"
@@ -201,8 +263,12 @@ def main() -> None:
     print(table)
     if args.write:
         text = args.write.read_text()
-        new, count = re.subn(r"(<!-- section: python -->\n).*?(\n<!-- /section: python -->)",
-                             lambda m: m.group(1) + table + m.group(2), text, flags=re.S)
+        new, count = re.subn(
+            r"(<!-- section: python -->\n).*?(\n<!-- /section: python -->)",
+            lambda m: m.group(1) + table + m.group(2),
+            text,
+            flags=re.S,
+        )
         if count != 1:
             raise SystemExit(f"{args.write}: no python section markers")
         args.write.write_text(new)

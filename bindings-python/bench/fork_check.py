@@ -51,7 +51,9 @@ print(json.dumps({"file": clockflake.__file__,
 
 def measure(package_dir: str) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=package_dir)
-    out = subprocess.run([sys.executable, "-c", CHILD], env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD], env=env, check=True, capture_output=True, text=True
+    ).stdout
     result: dict[str, float] = json.loads(out)
     if not str(result["file"]).startswith(os.path.abspath(package_dir)):
         raise SystemExit(f"{package_dir}: imported clockflake from {result['file']} instead")
@@ -73,10 +75,16 @@ def main() -> None:
         next_id = statistics.median(r["next_id"] for r in runs[name])
         empty = statistics.median(r["empty"] for r in runs[name])
         print(f"| {name} | {next_id:.1f} | {empty:.1f} |")
-    differences = [a["next_id"] - b["next_id"] for a, b in zip(runs["after"], runs["before"])]
-    print(f"| after - before (median of the {ROUNDS} paired rounds) | {statistics.median(differences):+.1f} | |")
-    print(f"\n{ROUNDS} rounds, each one child process per build in alternating order; each child the median of "
-          "200 bursts of 1000 calls.")
+    differences = [
+        a["next_id"] - b["next_id"] for a, b in zip(runs["after"], runs["before"], strict=True)
+    ]
+    print(
+        f"| after - before (median of the {ROUNDS} paired rounds) | {statistics.median(differences):+.1f} | |"
+    )
+    print(
+        f"\n{ROUNDS} rounds, each one child process per build in alternating order; each child the median of "
+        "200 bursts of 1000 calls."
+    )
 
 
 if __name__ == "__main__":

@@ -7,12 +7,13 @@ import json
 import os
 import pickle
 import threading
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, Callable
-
-import pytest
+from itertools import pairwise
+from typing import Any
 
 import clockflake
+import pytest
 from clockflake import (
     ClockflakeError,
     ClockMovedBackwardsError,
@@ -34,13 +35,14 @@ from clockflake import (
     UnknownPolicyError,
     WorkerIdInvalidatedError,
     WorkerIdOutOfRangeError,
+    _clockflake,
+    _errors,
     decode,
     describe_layout,
     encode,
     id_range,
     layouts,
 )
-from clockflake import _clockflake, _errors
 
 T = 1_795_000_000_000  # 2026-11-18T11:06:40Z
 
@@ -51,7 +53,15 @@ T = 1_795_000_000_000  # 2026-11-18T11:06:40Z
 def test_all_names_exist() -> None:
     for name in clockflake.__all__:
         assert hasattr(clockflake, name), name
-    for name in ("Generator", "decode", "encode", "id_range", "layouts", "describe_layout", "Parts"):
+    for name in (
+        "Generator",
+        "decode",
+        "encode",
+        "id_range",
+        "layouts",
+        "describe_layout",
+        "Parts",
+    ):
         assert name in clockflake.__all__
 
 
@@ -71,7 +81,7 @@ def test_parts_shape() -> None:
     p = Parts(timestamp_ms=T + 123, clock_seq=1, worker_id=2, sequence=3)
     assert (p.timestamp_ms, p.clock_seq, p.worker_id, p.sequence) == (T + 123, 1, 2, 3)
     assert tuple(p) == (T + 123, 1, 2, 3)
-    ts, cs, w, s = p
+    _ts, _cs, _w, _s = p
     assert p == Parts(T + 123, 1, 2, 3) and hash(p) == hash(Parts(T + 123, 1, 2, 3))
     assert p != Parts(T + 123, 1, 2, 4)
     assert p.as_dict() == {"timestamp_ms": T + 123, "clock_seq": 1, "worker_id": 2, "sequence": 3}
@@ -102,12 +112,24 @@ def test_layouts_and_describe_layout() -> None:
     assert list(layouts) == ["clockseq", "twitter", "discord", "sonyflake", "baidu", "js53"]
     info = layouts["clockseq"]
     assert info == describe_layout("clockseq")
-    assert set(info) == {"name", "fields", "unit_ms", "epoch_ms", "clock_seqs", "max_worker_id", "max_id", "fingerprint"}
+    assert set(info) == {
+        "name",
+        "fields",
+        "unit_ms",
+        "epoch_ms",
+        "clock_seqs",
+        "max_worker_id",
+        "max_id",
+        "fingerprint",
+    }
     assert info["clock_seqs"] == 8 and info["max_worker_id"] == 127 and info["max_id"] == 2**63 - 1
     assert isinstance(info["fingerprint"], str)
     # A described layout can be passed back in; a custom one has no name.
     assert describe_layout(info) == info  # type: ignore[arg-type]
-    custom = {"fields": [{"name": "timestamp", "bits": 40}, {"name": "sequence", "bits": 10}], "epoch_ms": 0}
+    custom = {
+        "fields": [{"name": "timestamp", "bits": 40}, {"name": "sequence", "bits": 10}],
+        "epoch_ms": 0,
+    }
     described = describe_layout(custom)  # type: ignore[arg-type]
     assert described["name"] is None and described["unit_ms"] == 1 and described["clock_seqs"] == 1
     assert json.loads(json.dumps(layouts)) == layouts
@@ -185,7 +207,9 @@ def test_resume_refuses_another_layout_and_malformed_state() -> None:
 def test_every_core_code_has_a_class_with_the_right_builtin() -> None:
     samples = {code: is_input for code, is_input, _message in _clockflake._error_codes()}
     assert sorted(samples) == sorted(_clockflake.ERROR_CODES)
-    assert sorted(_errors._BY_CODE) == sorted(_clockflake.ERROR_CODES + _clockflake.LEASE_ERROR_CODES)
+    assert sorted(_errors._BY_CODE) == sorted(
+        _clockflake.ERROR_CODES + _clockflake.LEASE_ERROR_CODES
+    )
     for code, is_input in samples.items():
         cls = _errors._BY_CODE[code]
         assert cls.code == code
@@ -221,7 +245,11 @@ def test_exception_shape() -> None:
     assert error.retry_at_ms == T + 1
     assert str(error).startswith("sequence exhausted:")
     again = pickle.loads(pickle.dumps(error))
-    assert type(again) is SequenceExhaustedError and again.retry_at_ms == T + 1 and str(again) == str(error)
+    assert (
+        type(again) is SequenceExhaustedError
+        and again.retry_at_ms == T + 1
+        and str(again) == str(error)
+    )
     with pytest.raises(InvalidIdError) as bad:
         decode(-1)
     assert bad.value.retry_at_ms is None and isinstance(bad.value, ValueError)
@@ -230,7 +258,9 @@ def test_exception_shape() -> None:
 # --- bad input -------------------------------------------------------------------------------
 
 gen1 = Generator(worker_id=1)
-BAD_INPUT: list[tuple[str, Callable[[], Any], type[ClockflakeError] | type[Exception], str | None]] = [
+BAD_INPUT: list[
+    tuple[str, Callable[[], Any], type[ClockflakeError] | type[Exception], str | None]
+] = [
     ("decode bool", lambda: decode(True), InvalidIdError, "found True (bool)"),
     ("decode float", lambda: decode(1.0), InvalidIdError, "found 1.0 (float)"),
     ("decode negative", lambda: decode(-1), InvalidIdError, "found -1"),
@@ -248,17 +278,68 @@ BAD_INPUT: list[tuple[str, Callable[[], Any], type[ClockflakeError] | type[Excep
     ("worker too big", lambda: Generator(worker_id=128), WorkerIdOutOfRangeError, "0..=127"),
     ("worker huge", lambda: Generator(worker_id=2**64), WorkerIdOutOfRangeError, "0..=127"),
     ("worker str", lambda: Generator(worker_id="1"), WorkerIdOutOfRangeError, "str"),  # type: ignore[arg-type]
-    ("layout unknown", lambda: Generator(worker_id=1, layout="snowflake"), UnknownLayoutError, "'snowflake'"),
+    (
+        "layout unknown",
+        lambda: Generator(worker_id=1, layout="snowflake"),
+        UnknownLayoutError,
+        "'snowflake'",
+    ),
     ("layout type", lambda: decode(1, 5), InvalidLayoutError, "int"),  # type: ignore[arg-type]
-    ("layout key", lambda: decode(1, {"fields": [], "epoch_ms": 0, "unit": 1}), InvalidLayoutError, "unit"),  # type: ignore[arg-type]
-    ("layout no epoch", lambda: decode(1, {"fields": [{"name": "timestamp", "bits": 41}]}), InvalidLayoutError, "epoch_ms"),  # type: ignore[arg-type]
-    ("layout field", lambda: decode(1, {"fields": [{"name": "shard", "bits": 1}], "epoch_ms": 0}), InvalidLayoutError, "shard"),
-    ("layout bits bool", lambda: decode(1, {"fields": [{"name": "timestamp", "bits": True}], "epoch_ms": 0}), InvalidLayoutError, None),
-    ("layout too wide", lambda: decode(1, {"fields": [{"name": "timestamp", "bits": 2**40}, {"name": "sequence", "bits": 1}], "epoch_ms": 0}), InvalidLayoutError, None),
-    ("policy unknown", lambda: Generator(worker_id=1, on_rollback="retry"), UnknownPolicyError, "'retry'"),
+    (
+        "layout key",
+        lambda: decode(1, {"fields": [], "epoch_ms": 0, "unit": 1}),
+        InvalidLayoutError,
+        "unit",
+    ),  # type: ignore[arg-type]
+    (
+        "layout no epoch",
+        lambda: decode(1, {"fields": [{"name": "timestamp", "bits": 41}]}),
+        InvalidLayoutError,
+        "epoch_ms",
+    ),  # type: ignore[arg-type]
+    (
+        "layout field",
+        lambda: decode(1, {"fields": [{"name": "shard", "bits": 1}], "epoch_ms": 0}),
+        InvalidLayoutError,
+        "shard",
+    ),
+    (
+        "layout bits bool",
+        lambda: decode(1, {"fields": [{"name": "timestamp", "bits": True}], "epoch_ms": 0}),
+        InvalidLayoutError,
+        None,
+    ),
+    (
+        "layout too wide",
+        lambda: decode(
+            1,
+            {
+                "fields": [{"name": "timestamp", "bits": 2**40}, {"name": "sequence", "bits": 1}],
+                "epoch_ms": 0,
+            },
+        ),
+        InvalidLayoutError,
+        None,
+    ),
+    (
+        "policy unknown",
+        lambda: Generator(worker_id=1, on_rollback="retry"),
+        UnknownPolicyError,
+        "'retry'",
+    ),
     ("policy type", lambda: Generator(worker_id=1, on_rollback=1), UnknownPolicyError, "int"),  # type: ignore[arg-type]
-    ("max_wait_ms negative", lambda: Generator(worker_id=1, max_wait_ms=-1), ValueError, "max_wait_ms"),
-    ("max_wait_ms float", lambda: Generator(worker_id=1, max_wait_ms=1.5), TypeError, "max_wait_ms"),  # type: ignore[arg-type]
+    (
+        "max_wait_ms negative",
+        lambda: Generator(worker_id=1, max_wait_ms=-1),
+        ValueError,
+        "max_wait_ms",
+    ),
+    (
+        "max_wait_ms float",
+        lambda: Generator(worker_id=1, max_wait_ms=1.5),
+        TypeError,
+        "max_wait_ms",
+    ),  # type: ignore[arg-type]
     ("clock not callable", lambda: Generator(worker_id=1, clock=5), TypeError, "callable"),  # type: ignore[arg-type]
     ("next_id_at negative", lambda: gen1.next_id_at(-1), TimestampOutOfRangeError, "found -1"),
     ("next_id_at float", lambda: gen1.next_id_at(1.5e12), TimestampOutOfRangeError, "float"),  # type: ignore[arg-type]
@@ -268,7 +349,12 @@ BAD_INPUT: list[tuple[str, Callable[[], Any], type[ClockflakeError] | type[Excep
     ("next_ids bool", lambda: gen1.next_ids(True), TypeError, "n:"),
     ("next_ids 2^64", lambda: gen1.next_ids(2**64), ValueError, "n:"),
     ("next_ids unholdable", lambda: gen1.next_ids(2**62), MemoryError, "next_ids"),
-    ("encode negative worker", lambda: encode({"timestamp_ms": T, "clock_seq": 0, "worker_id": -1, "sequence": 0}), WorkerIdOutOfRangeError, None),
+    (
+        "encode negative worker",
+        lambda: encode({"timestamp_ms": T, "clock_seq": 0, "worker_id": -1, "sequence": 0}),
+        WorkerIdOutOfRangeError,
+        None,
+    ),
     ("encode big clock_seq", lambda: encode(Parts(T, 8, 0, 0)), ClockSeqOutOfRangeError, None),
     ("encode big sequence", lambda: encode(Parts(T, 0, 0, 4096)), SequenceOutOfRangeError, None),
     ("encode bool sequence", lambda: Parts(T, 0, 0, True), SequenceOutOfRangeError, "bool"),
@@ -281,13 +367,15 @@ BAD_INPUT: list[tuple[str, Callable[[], Any], type[ClockflakeError] | type[Excep
 ]
 
 
-@pytest.mark.parametrize(("call", "error", "text"), [row[1:] for row in BAD_INPUT], ids=[row[0] for row in BAD_INPUT])
+@pytest.mark.parametrize(
+    ("call", "error", "text"), [row[1:] for row in BAD_INPUT], ids=[row[0] for row in BAD_INPUT]
+)
 def test_bad_input(call: Callable[[], Any], error: type[Exception], text: str | None) -> None:
     with pytest.raises(error) as caught:
         call()
     assert not isinstance(caught.value, OverflowError)
     if issubclass(error, ClockflakeError):
-        assert isinstance(caught.value, ValueError) or isinstance(caught.value, RuntimeError)
+        assert isinstance(caught.value, (ValueError, RuntimeError))
         assert caught.value.code == error.code  # type: ignore[attr-defined]
     if text is not None:
         assert text in str(caught.value)
@@ -300,14 +388,14 @@ def test_a_million_ids_unique_and_increasing() -> None:
     gen = Generator(worker_id=11)
     next_id = gen.next_id
     ids = [next_id() for _ in range(1_000_000)]
-    assert all(a < b for a, b in zip(ids, ids[1:]))
+    assert all(a < b for a, b in pairwise(ids))
     assert len(set(ids)) == len(ids)
 
 
 def test_next_ids_unique_increasing_and_continuing() -> None:
     gen = Generator(worker_id=11)
     ids = gen.next_ids(10_000) + gen.next_ids(5000) + [gen.next_id()]
-    assert all(a < b for a, b in zip(ids, ids[1:]))
+    assert all(a < b for a, b in pairwise(ids))
     assert gen.next_ids(0) == []
     # More than one tick's worth waits for the next tick: at most 4096 per ms.
     per_ms: dict[int, int] = {}
@@ -336,7 +424,7 @@ def test_four_threads_share_one_generator_without_duplicates() -> None:
     assert len(every) == 1_000_000
     assert len(set(every)) == len(every)
     for out in results:  # each thread sees its own ids increase
-        assert all(a < b for a, b in zip(out, out[1:]))
+        assert all(a < b for a, b in pairwise(out))
 
 
 def test_threads_mixing_next_id_and_next_ids() -> None:
@@ -438,7 +526,7 @@ def test_logical_policy_keeps_ids_increasing() -> None:
     ids = [gen.next_id() for _ in range(100)]
     clock.now = T - 500
     ids += [gen.next_id() for _ in range(10_000)]
-    assert all(a < b for a, b in zip(ids, ids[1:]))
+    assert all(a < b for a, b in pairwise(ids))
 
 
 def test_next_id_waits_out_a_full_tick_with_a_python_clock() -> None:
@@ -454,7 +542,7 @@ def test_next_id_waits_out_a_full_tick_with_a_python_clock() -> None:
     clock.reads = 0  # type: ignore[attr-defined]
     gen = Generator(worker_id=1, clock=clock)
     ids = gen.next_ids(4097) + [gen.next_id() for _ in range(5000)]
-    assert all(a < b for a, b in zip(ids, ids[1:]))
+    assert all(a < b for a, b in pairwise(ids))
 
 
 def test_a_frozen_clock_is_reported_not_waited_on_forever() -> None:
@@ -497,8 +585,12 @@ def test_fork_invalidates_generators_in_the_child() -> None:
     if pid == 0:  # child: report, never return into pytest
         try:
             report: dict[str, Any] = {}
-            for name, call in (("next_id", gen.next_id), ("next_ids", lambda: gen.next_ids(3)),
-                               ("next_id_at", lambda: gen.next_id_at(T)), ("state", gen.state)):
+            for name, call in (
+                ("next_id", gen.next_id),
+                ("next_ids", lambda: gen.next_ids(3)),
+                ("next_id_at", lambda: gen.next_id_at(T)),
+                ("state", gen.state),
+            ):
                 try:
                     call()
                     report[name] = "no error"
@@ -515,6 +607,11 @@ def test_fork_invalidates_generators_in_the_child() -> None:
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
     invalidated = ["WORKER_ID_INVALIDATED", True]
-    assert report == {"next_id": invalidated, "next_ids": invalidated, "next_id_at": invalidated,
-                      "state": invalidated, "fresh": 2}
+    assert report == {
+        "next_id": invalidated,
+        "next_ids": invalidated,
+        "next_id_at": invalidated,
+        "state": invalidated,
+        "fresh": 2,
+    }
     assert gen.next_id() > parent_id  # the parent goes on

@@ -15,11 +15,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from clockflake import ClockflakeError, Generator, SequenceExhaustedError, decode
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -62,8 +62,12 @@ def now_ms() -> int:
 
 
 @pytest.mark.parametrize("kind", ["static", "leased"])
-def test_ids_follow_the_wall_clock_back_after_an_excursion_to_the_future(kind: str, tmp_path: Path) -> None:
-    assert Path(LIBFAKETIME).exists(), f"{LIBFAKETIME} is missing: apt-get install -y faketime (make test-python does)"
+def test_ids_follow_the_wall_clock_back_after_an_excursion_to_the_future(
+    kind: str, tmp_path: Path
+) -> None:
+    assert Path(LIBFAKETIME).exists(), (
+        f"{LIBFAKETIME} is missing: apt-get install -y faketime (make test-python does)"
+    )
     offset = tmp_path / "faketime.rc"
     set_offset(offset, "+0s")
     leases = tmp_path / "leases"
@@ -113,7 +117,9 @@ def test_ids_follow_the_wall_clock_back_after_an_excursion_to_the_future(kind: s
     reader.join(5)
 
     samples = [(at, decode(int(line[3:]))) for at, line in lines if line.startswith("id ")]
-    ahead = [1 for at, parts in samples if away < at < back and parts.timestamp_ms > at + HOUR_MS - 5000]
+    ahead = [
+        1 for at, parts in samples if away < at < back and parts.timestamp_ms > at + HOUR_MS - 5000
+    ]
     assert ahead, "no id carried the excursion's time: did libfaketime load?"
     late = [(at, parts) for at, parts in samples if at >= back + 2000]
     assert len(late) >= 20, f"only {len(late)} samples after the return"
@@ -135,7 +141,11 @@ def daily_layout() -> tuple[dict[str, Any], int]:
     """One id a day per worker, the epoch 12 h ago: the current day has 12 h left, always."""
     epoch = now_ms() - DAY_MS // 2
     layout = {
-        "fields": [{"name": "timestamp", "bits": 20}, {"name": "worker", "bits": 4}, {"name": "sequence", "bits": 0}],
+        "fields": [
+            {"name": "timestamp", "bits": 20},
+            {"name": "worker", "bits": 4},
+            {"name": "sequence", "bits": 0},
+        ],
         "unit_ms": DAY_MS,
         "epoch_ms": epoch,
     }
@@ -187,7 +197,11 @@ def test_the_same_on_a_python_clock() -> None:
 
 def test_a_tick_that_ends_within_a_second_is_still_waited_for() -> None:
     layout = {
-        "fields": [{"name": "timestamp", "bits": 33}, {"name": "worker", "bits": 4}, {"name": "sequence", "bits": 0}],
+        "fields": [
+            {"name": "timestamp", "bits": 33},
+            {"name": "worker", "bits": 4},
+            {"name": "sequence", "bits": 0},
+        ],
         "unit_ms": 1000,
         "epoch_ms": 1704067200000,
     }

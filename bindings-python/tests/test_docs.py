@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import doctest
 
+import clockflake
 import pytest
 
-import clockflake
-
-DOCUMENTED = [clockflake, clockflake.Generator, clockflake.Parts, clockflake.decode, clockflake.PublicIds]
+DOCUMENTED = [
+    clockflake,
+    clockflake.Generator,
+    clockflake.Parts,
+    clockflake.decode,
+    clockflake.PublicIds,
+]
 
 
 @pytest.mark.parametrize("obj", DOCUMENTED, ids=lambda o: getattr(o, "__name__", str(o)))

@@ -16,11 +16,11 @@ import ctypes
 import json
 import os
 from array import array
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from clockflake import Generator, WorkerIdInvalidatedError, decode
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
@@ -44,11 +44,12 @@ def c_fork() -> int:
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
-def run_child(work: Callable[[], tuple[dict[str, Any], array[int]]],
-              parent_next: Callable[[], int]) -> tuple[dict[str, Any], array[int], list[int]]:
+def run_child(
+    work: Callable[[], tuple[dict[str, Any], array[int]]], parent_next: Callable[[], int]
+) -> tuple[dict[str, Any], array[int], list[int]]:
     """Forks from C. The child runs `work` (a report and the ids it issued) and sends both
     through a pipe; the parent issues PARENT_IDS ids with `parent_next` meanwhile, then reads.
     Returns (child's report, child's ids, parent's ids)."""
@@ -60,7 +61,7 @@ def run_child(work: Callable[[], tuple[dict[str, Any], array[int]]],
             os.close(read_end)
             try:
                 report, ids = work()
-            except Exception as error:  # noqa: BLE001 - reported to the parent, which fails the test
+            except Exception as error:
                 report, ids = {"raised": f"{type(error).__name__}: {error}"}, array("q")
             write_all(write_end, json.dumps(report).encode() + b"\n" + ids.tobytes())
             status = 0
@@ -89,7 +90,7 @@ def issue(next_id: Callable[[], int], report: dict[str, Any], key: str) -> array
             ids.append(next_id())
     except WorkerIdInvalidatedError as error:
         report[key] = [error.code, isinstance(error, RuntimeError)]
-    except Exception as error:  # noqa: BLE001 - reported to the parent, which fails the test
+    except Exception as error:
         report[key] = [type(error).__name__, str(error)]
     return ids
 
@@ -101,9 +102,11 @@ def test_a_static_generator_refuses_in_a_child_forked_from_c() -> None:
     def child() -> tuple[dict[str, Any], array[int]]:
         report: dict[str, Any] = {}
         ids = issue(gen.next_id, report, "next_id")
-        for name, call in (("next_ids", lambda: gen.next_ids(3)),
-                           ("next_id_at", lambda: gen.next_id_at(1_800_000_000_000)),
-                           ("state", gen.state)):
+        for name, call in (
+            ("next_ids", lambda: gen.next_ids(3)),
+            ("next_id_at", lambda: gen.next_id_at(1_800_000_000_000)),
+            ("state", gen.state),
+        ):
             try:
                 call()
                 report[name] = None
@@ -120,12 +123,19 @@ def test_a_static_generator_refuses_in_a_child_forked_from_c() -> None:
         f"the child issued {len(child_ids)} ids under the parent's worker id, {duplicates} of them the parent's too"
     )
     invalidated = ["WORKER_ID_INVALIDATED", True]
-    assert report == {"next_id": invalidated, "next_ids": invalidated, "next_id_at": invalidated,
-                      "state": invalidated, "fresh": 2}
+    assert report == {
+        "next_id": invalidated,
+        "next_ids": invalidated,
+        "next_id_at": invalidated,
+        "state": invalidated,
+        "fresh": 2,
+    }
     assert gen.next_id() > parent_ids[-1]  # the parent goes on
 
 
-def test_a_leased_generator_leases_the_childs_own_worker_id_after_a_fork_from_c(tmp_path: Path) -> None:
+def test_a_leased_generator_leases_the_childs_own_worker_id_after_a_fork_from_c(
+    tmp_path: Path,
+) -> None:
     gen = Generator.open(f"file://{tmp_path}?app=x")
     assert gen.worker_id == 0
     before = gen.next_ids(1000)

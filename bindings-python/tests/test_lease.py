@@ -13,12 +13,12 @@ import sys
 import threading
 import time
 from array import array
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import clockflake
+import pytest
 from clockflake import (
     ClockflakeError,
     ClockSkewError,
@@ -29,16 +29,21 @@ from clockflake import (
     InvalidUriError,
     UnknownLayoutError,
     WorkerPoolExhaustedError,
+    _clockflake,
+    _errors,
     decode,
 )
-from clockflake import _clockflake, _errors
 
 sys.path.insert(0, str(Path(__file__).parent))
-import lease_children  # noqa: E402  (the children's code: importable by spawned processes)
+import lease_children
 
 # A layout with 4 worker ids, to exhaust the pool quickly.
 FOUR_WORKERS = {
-    "fields": [{"name": "timestamp", "bits": 41}, {"name": "worker", "bits": 2}, {"name": "sequence", "bits": 12}],
+    "fields": [
+        {"name": "timestamp", "bits": 41},
+        {"name": "worker", "bits": 2},
+        {"name": "sequence", "bits": 12},
+    ],
     "epoch_ms": 1_704_067_200_000,
 }
 
@@ -68,7 +73,7 @@ def test_open_leases_distinct_worker_ids_and_close_releases_them(tmp_path: Path)
     a = [first.next_id() for _ in range(10_000)]
     b = second.next_ids(10_000)
     assert {decode(id).worker_id for id in a} == {0} and {decode(id).worker_id for id in b} == {1}
-    assert all(x < y for x, y in zip(a, a[1:])) and len(set(a + b)) == 20_000
+    assert all(x < y for x, y in pairwise(a)) and len(set(a + b)) == 20_000
     assert lock_is_held(tmp_path / "orders" / "worker-0.lock")
     first.close()
     first.close()  # idempotent
@@ -94,10 +99,9 @@ def test_context_manager_closes_and_releases(tmp_path: Path) -> None:
     with pytest.raises(GeneratorClosedError):
         gen.next_id()
     # An exception in the block is not swallowed, and the lease is released all the same.
-    with pytest.raises(KeyError):
-        with Generator.open(uri(tmp_path)) as failing:
-            assert failing.worker_id == 0
-            raise KeyError("boom")
+    with pytest.raises(KeyError), Generator.open(uri(tmp_path)) as failing:
+        assert failing.worker_id == 0
+        raise KeyError("boom")
     assert not lock_is_held(tmp_path / "orders" / "worker-0.lock")
 
 
@@ -122,12 +126,17 @@ def test_a_static_generator_closes_too() -> None:
         gen.next_id()
     with pytest.raises(GeneratorClosedError) as caught:
         gen.state()
-    assert caught.value.code == "GENERATOR_CLOSED" and str(caught.value) == "generator closed: close() was called"
+    assert (
+        caught.value.code == "GENERATOR_CLOSED"
+        and str(caught.value) == "generator closed: close() was called"
+    )
     assert gen.coordinator is None
 
 
 def test_leased_generator_properties(tmp_path: Path) -> None:
-    with Generator.open(uri(tmp_path, "billing"), layout="twitter", on_rollback="fail", max_wait_ms=3) as gen:
+    with Generator.open(
+        uri(tmp_path, "billing"), layout="twitter", on_rollback="fail", max_wait_ms=3
+    ) as gen:
         assert gen.coordinator == f"file://{tmp_path}?app=billing"
         assert gen.layout["name"] == "twitter"
         assert (gen.on_rollback, gen.max_wait_ms, gen.max_drift_ms) == ("fail", 3, 1000)
@@ -185,7 +194,11 @@ def test_an_unreachable_coordinator_is_a_connection_error(tmp_path: Path) -> Non
         Generator.open(f"file://{blocker}/ids?app=orders")
     error = caught.value
     assert error.code == "COORDINATOR_UNAVAILABLE"
-    assert isinstance(error, ConnectionError) and isinstance(error, OSError) and not isinstance(error, ValueError)
+    assert (
+        isinstance(error, ConnectionError)
+        and isinstance(error, OSError)
+        and not isinstance(error, ValueError)
+    )
     assert str(error).startswith("coordinator unavailable:")
 
 
@@ -200,13 +213,30 @@ BAD_OPEN: list[tuple[str, dict[str, Any], type[Exception], str]] = [
     ("uri bytes", {"uri": b"file:///tmp/x"}, InvalidUriError, "bytes"),
     ("worker_id", {"uri": "file:///tmp/x", "worker_id": 3}, TypeError, "worker_id"),
     ("clock", {"uri": "file:///tmp/x", "clock": lambda: 0}, TypeError, "clock"),
-    ("unknown layout", {"uri": "file:///tmp/x", "layout": "snowflake"}, UnknownLayoutError, "snowflake"),
-    ("handover negative", {"uri": "file:///tmp/x", "max_handover_wait_ms": -1}, ValueError, "max_handover_wait_ms"),
-    ("handover float", {"uri": "file:///tmp/x", "max_handover_wait_ms": 1.5}, TypeError, "max_handover_wait_ms"),
+    (
+        "unknown layout",
+        {"uri": "file:///tmp/x", "layout": "snowflake"},
+        UnknownLayoutError,
+        "snowflake",
+    ),
+    (
+        "handover negative",
+        {"uri": "file:///tmp/x", "max_handover_wait_ms": -1},
+        ValueError,
+        "max_handover_wait_ms",
+    ),
+    (
+        "handover float",
+        {"uri": "file:///tmp/x", "max_handover_wait_ms": 1.5},
+        TypeError,
+        "max_handover_wait_ms",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("kwargs", "error", "text"), [row[1:] for row in BAD_OPEN], ids=[row[0] for row in BAD_OPEN])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"), [row[1:] for row in BAD_OPEN], ids=[row[0] for row in BAD_OPEN]
+)
 def test_bad_open_arguments(kwargs: dict[str, Any], error: type[Exception], text: str) -> None:
     kwargs = dict(kwargs)
     with pytest.raises(error) as caught:
@@ -226,7 +256,9 @@ def test_every_lease_code_has_a_class_with_the_right_builtin() -> None:
         if is_input:
             assert issubclass(cls, ValueError) and not issubclass(cls, RuntimeError), code
         else:
-            assert issubclass(cls, (RuntimeError, ConnectionError)) and not issubclass(cls, ValueError), code
+            assert issubclass(cls, (RuntimeError, ConnectionError)) and not issubclass(
+                cls, ValueError
+            ), code
 
 
 # --- threads ---------------------------------------------------------------------------------
@@ -293,7 +325,9 @@ def test_a_leased_batch_waits_for_ticks_without_the_gil(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_eight_processes_share_one_directory_without_duplicates(tmp_path: Path, method: str) -> None:
+def test_eight_processes_share_one_directory_without_duplicates(
+    tmp_path: Path, method: str
+) -> None:
     """8 children x 100,000 ids on one file:// directory. With 'spawn' each child opens its own
     generator; with 'fork' each uses the generator the parent opened before starting them,
     which leases a new worker id in the child."""
@@ -306,7 +340,10 @@ def test_eight_processes_share_one_directory_without_duplicates(tmp_path: Path, 
     lease_children.INHERITED = inherited
     barrier = context.Barrier(8)
     children = [
-        context.Process(target=lease_children.generate, args=(coordinator, str(tmp_path / f"out-{i}"), 100_000, barrier))
+        context.Process(
+            target=lease_children.generate,
+            args=(coordinator, str(tmp_path / f"out-{i}"), 100_000, barrier),
+        )
         for i in range(8)
     ]
     try:
@@ -326,7 +363,7 @@ def test_eight_processes_share_one_directory_without_duplicates(tmp_path: Path, 
         ids = array("q")
         ids.frombytes((tmp_path / f"out-{i}.ids").read_bytes())
         assert len(ids) == 100_000
-        assert {decode(id).worker_id for id in ids[:: 997]} == {report["worker_id"]}
+        assert {decode(id).worker_id for id in ids[::997]} == {report["worker_id"]}
         every.extend(ids)
     assert len(set(worker_ids)) == 8
     assert len(every) == 800_000 and len(set(every)) == 800_000
@@ -414,14 +451,20 @@ def test_threads_of_a_forked_child_share_the_childs_one_new_lease(tmp_path: Path
             for t in threads:
                 t.join()
             every = [id for mine in results for id in mine]
-            out.write_text(json.dumps({
-                "workers": sorted({decode(id).worker_id for id in every}),
-                "count": len(every),
-                "unique": len(set(every)),
-                "overlap": len(set(every) & set(parent_ids)),
-                "locked": sorted(p.name for p in (tmp_path / "orders").glob("*.lock") if lock_is_held(p)),
-                "files": sorted(p.name for p in (tmp_path / "orders").glob("*.lock")),
-            }))
+            out.write_text(
+                json.dumps(
+                    {
+                        "workers": sorted({decode(id).worker_id for id in every}),
+                        "count": len(every),
+                        "unique": len(set(every)),
+                        "overlap": len(set(every) & set(parent_ids)),
+                        "locked": sorted(
+                            p.name for p in (tmp_path / "orders").glob("*.lock") if lock_is_held(p)
+                        ),
+                        "files": sorted(p.name for p in (tmp_path / "orders").glob("*.lock")),
+                    }
+                )
+            )
             status = 0
         finally:
             os._exit(status)
@@ -437,7 +480,9 @@ def test_threads_of_a_forked_child_share_the_childs_one_new_lease(tmp_path: Path
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_a_child_closing_an_inherited_generator_leaves_the_parents_lease_alone(tmp_path: Path) -> None:
+def test_a_child_closing_an_inherited_generator_leaves_the_parents_lease_alone(
+    tmp_path: Path,
+) -> None:
     gen = Generator.open(uri(tmp_path))
     first = gen.next_id()
     pid = os.fork()
@@ -483,7 +528,9 @@ def test_a_generator_closed_before_the_fork_stays_closed_in_the_child(tmp_path: 
 PG_URL = os.environ.get("CLOCKFLAKE_PG_URL")
 
 
-@pytest.mark.skipif(not PG_URL, reason="CLOCKFLAKE_PG_URL not set (make test-python-pg starts a server)")
+@pytest.mark.skipif(
+    not PG_URL, reason="CLOCKFLAKE_PG_URL not set (make test-python-pg starts a server)"
+)
 def test_postgres_leases(tmp_path: Path) -> None:
     assert PG_URL
     base = f"{PG_URL}?app=python-{os.getpid()}&ttl=2s"
@@ -498,7 +545,9 @@ def test_postgres_leases(tmp_path: Path) -> None:
         assert not set(again.next_ids(10_000)) & set(ids)
 
 
-@pytest.mark.skipif(not PG_URL or not hasattr(os, "fork"), reason="CLOCKFLAKE_PG_URL not set, or no os.fork")
+@pytest.mark.skipif(
+    not PG_URL or not hasattr(os, "fork"), reason="CLOCKFLAKE_PG_URL not set, or no os.fork"
+)
 def test_postgres_fork_child_leases_over_its_own_connection(tmp_path: Path) -> None:
     """The child inherits the parent's database socket; it must neither use nor close it. Both
     generate for longer than the TTL, so both renew: the parent's lease must survive."""
@@ -550,8 +599,15 @@ def test_postgres_a_lease_taken_away_raises_lease_lost() -> None:
     gen.next_id()
     psql = "/usr/lib/postgresql/15/bin/psql"
     subprocess.run(
-        [psql, "-q", "-v", "ON_ERROR_STOP=1", PG_URL or "", "-c",
-         f"UPDATE clockflake_leases SET owner = 'thief', epoch = epoch + 1 WHERE app = '{app}' AND worker_id = {gen.worker_id}"],
+        [
+            psql,
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            PG_URL or "",
+            "-c",
+            f"UPDATE clockflake_leases SET owner = 'thief', epoch = epoch + 1 WHERE app = '{app}' AND worker_id = {gen.worker_id}",
+        ],
         check=True,
     )
     deadline = time.monotonic() + 3
@@ -560,7 +616,11 @@ def test_postgres_a_lease_taken_away_raises_lease_lost() -> None:
             gen.next_id()
             time.sleep(0.01)
     error = caught.value
-    assert error.code == "LEASE_LOST" and isinstance(error, RuntimeError) and not isinstance(error, ValueError)
+    assert (
+        error.code == "LEASE_LOST"
+        and isinstance(error, RuntimeError)
+        and not isinstance(error, ValueError)
+    )
     assert str(error).startswith("lease lost:")
     with pytest.raises(LeaseLostError):
         gen.next_id()
@@ -572,7 +632,9 @@ def test_postgres_a_lease_taken_away_raises_lease_lost() -> None:
 ZK_URL = os.environ.get("CLOCKFLAKE_ZK_URL")
 
 
-@pytest.mark.skipif(not ZK_URL, reason="CLOCKFLAKE_ZK_URL not set (make test-python-zk starts a server)")
+@pytest.mark.skipif(
+    not ZK_URL, reason="CLOCKFLAKE_ZK_URL not set (make test-python-zk starts a server)"
+)
 def test_zookeeper_leases() -> None:
     base = f"{ZK_URL}/clockflake/python-{os.getpid()}?ttl=2s"
     with Generator.open(base) as a, Generator.open(base) as b:
@@ -583,7 +645,9 @@ def test_zookeeper_leases() -> None:
         assert not set(again.next_ids(10_000)) & set(ids)
 
 
-@pytest.mark.skipif(not ZK_URL or not hasattr(os, "fork"), reason="CLOCKFLAKE_ZK_URL not set, or no os.fork")
+@pytest.mark.skipif(
+    not ZK_URL or not hasattr(os, "fork"), reason="CLOCKFLAKE_ZK_URL not set, or no os.fork"
+)
 def test_zookeeper_forked_child(tmp_path: Path) -> None:
     """zookeeper:// in a forked child: the ZooKeeper client's I/O reactor (async-io) is global
     to the process and does not survive fork(), so the lease crate refuses at once with
@@ -639,9 +703,18 @@ def test_stats_of_a_leased_and_a_fixed_generator(tmp_path: Path) -> None:
     assert gen.stats()["state"] == "closed"
     fixed = Generator(worker_id=3)
     assert fixed.stats() == {
-        "worker_id": 3, "state": "active", "leased": False, "renewals": 0, "renewal_failures": 0,
-        "clock_steps_back": 0, "clock_seq_switches": 0, "waits": 0, "wait_us": 0,
-        "deadline_in_ms": None, "reserved_until_ms": 0, "measured_skew_ms": None,
+        "worker_id": 3,
+        "state": "active",
+        "leased": False,
+        "renewals": 0,
+        "renewal_failures": 0,
+        "clock_steps_back": 0,
+        "clock_seq_switches": 0,
+        "waits": 0,
+        "wait_us": 0,
+        "deadline_in_ms": None,
+        "reserved_until_ms": 0,
+        "measured_skew_ms": None,
     }
 
 
@@ -664,7 +737,9 @@ def test_file_leases_measure_no_clock_skew_and_refuse_max_skew(tmp_path: Path) -
         Generator.open(uri(tmp_path) + "&max_skew=5s")
 
 
-@pytest.mark.skipif(not PG_URL, reason="CLOCKFLAKE_PG_URL not set (make test-python-pg starts a server)")
+@pytest.mark.skipif(
+    not PG_URL, reason="CLOCKFLAKE_PG_URL not set (make test-python-pg starts a server)"
+)
 def test_postgres_stats_report_the_measured_clock_skew() -> None:
     base = f"{PG_URL}?app=python-skew-{os.getpid()}&ttl=2s"
     with Generator.open(base) as gen:
@@ -675,7 +750,9 @@ def test_postgres_stats_report_the_measured_clock_skew() -> None:
         assert gen.stats()["measured_skew_ms"] is None
 
 
-@pytest.mark.skipif(not ZK_URL, reason="CLOCKFLAKE_ZK_URL not set (make test-python-zk starts a server)")
+@pytest.mark.skipif(
+    not ZK_URL, reason="CLOCKFLAKE_ZK_URL not set (make test-python-zk starts a server)"
+)
 def test_zookeeper_stats_report_the_measured_clock_skew() -> None:
     with Generator.open(f"{ZK_URL}/clockflake/python-skew-{os.getpid()}?ttl=2s") as gen:
         skew = gen.stats()["measured_skew_ms"]

@@ -3,12 +3,10 @@ PublicIds encodes and decodes back under any key, and refuses any one-character 
 
 from __future__ import annotations
 
+import pytest
+from clockflake import InvalidPublicIdError, Parts, PublicIds, decode, encode, id_range, layouts
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytest
-
-from clockflake import InvalidPublicIdError, Parts, PublicIds, decode, encode, id_range, layouts
 
 PRESETS = list(layouts)
 
@@ -34,7 +32,11 @@ any_parts = st.sampled_from(PRESETS).flatmap(parts_of)
 
 
 @settings(max_examples=300)
-@given(st.sampled_from(PRESETS).flatmap(lambda name: st.tuples(st.just(name), st.integers(0, layouts[name]["max_id"]))))
+@given(
+    st.sampled_from(PRESETS).flatmap(
+        lambda name: st.tuples(st.just(name), st.integers(0, layouts[name]["max_id"]))
+    )
+)
 def test_encode_inverts_decode(case: tuple[str, int]) -> None:
     name, id = case
     parts = decode(id, name)
@@ -59,7 +61,9 @@ def test_id_range_brackets_the_window(case: tuple[str, Parts], before: int, afte
     name, parts = case
     epoch = layouts[name]["epoch_ms"]
     end = decode(layouts[name]["max_id"], name).timestamp_ms + layouts[name]["unit_ms"] - 1
-    lo, hi = id_range(max(epoch, parts.timestamp_ms - before), min(end, parts.timestamp_ms + after), name)
+    lo, hi = id_range(
+        max(epoch, parts.timestamp_ms - before), min(end, parts.timestamp_ms + after), name
+    )
     assert lo <= encode(parts, name) <= hi
 
 
@@ -74,13 +78,15 @@ ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
     st.integers(0, 15),
     st.sampled_from(ALPHABET),
 )
-def test_public_ids_round_trip_and_catch_typos(version: int, key: bytes, id: int, at: int, typo: str) -> None:
+def test_public_ids_round_trip_and_catch_typos(
+    version: int, key: bytes, id: int, at: int, typo: str
+) -> None:
     codec = PublicIds(version, key)
     public = codec.encode(id)
     assert 0 <= public < 2**63 and codec.decode(public) == id
     text = codec.encode_text(id)
     assert codec.decode_text(text) == id and codec.decode_text(text.lower()) == id
     if text[at] != typo:
-        mistyped = text[:at] + typo + text[at + 1:]
+        mistyped = text[:at] + typo + text[at + 1 :]
         with pytest.raises(InvalidPublicIdError):  # the check covers the version character too
             codec.decode_text(mistyped)

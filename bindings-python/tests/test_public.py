@@ -6,11 +6,11 @@ import copy
 import json
 import pickle
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from clockflake import (
     ClockflakeError,
     InvalidIdError,
@@ -18,8 +18,9 @@ from clockflake import (
     InvalidPublicIdError,
     PublicIds,
     UnknownKeyVersionError,
+    _errors,
+    encode,
 )
-from clockflake import _errors, encode
 from clockflake._errors import InvalidArgTypeError, InvalidArgValueError
 
 VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors" / "public"
@@ -99,10 +100,25 @@ BAD: list[tuple[str, Callable[[], Any], type[Exception], str | None]] = [
     ("decode 2^63", lambda: codec.decode(2**63), InvalidPublicIdError, None),
     ("decode 2^100", lambda: codec.decode(2**100), InvalidPublicIdError, None),
     ("decode_text int", lambda: codec.decode_text(5), InvalidPublicIdError, "int"),  # type: ignore[arg-type]
-    ("decode_text bytes", lambda: codec.decode_text(b"10WKC4N8M565DPQJ"), InvalidPublicIdError, "bytes"),  # type: ignore[arg-type]
-    ("decode_text non-ascii", lambda: codec.decode_text("10WKC4N8M565DPQé"), InvalidPublicIdError, None),
+    (
+        "decode_text bytes",
+        lambda: codec.decode_text(b"10WKC4N8M565DPQJ"),
+        InvalidPublicIdError,
+        "bytes",
+    ),  # type: ignore[arg-type]
+    (
+        "decode_text non-ascii",
+        lambda: codec.decode_text("10WKC4N8M565DPQé"),
+        InvalidPublicIdError,
+        None,
+    ),
     ("decode_text typo", lambda: codec.decode_text("10WKC4N8M565DPQK"), InvalidPublicIdError, None),
-    ("decode_text unknown version", lambda: codec.decode_text(PublicIds(2, KEY).encode_text(7)), UnknownKeyVersionError, None),
+    (
+        "decode_text unknown version",
+        lambda: codec.decode_text(PublicIds(2, KEY).encode_text(7)),
+        UnknownKeyVersionError,
+        None,
+    ),
     ("version 32", lambda: PublicIds(32, KEY), InvalidKeyVersionError, "32"),
     ("version negative", lambda: PublicIds(-1, KEY), InvalidKeyVersionError, "-1"),
     ("version bool", lambda: PublicIds(True, KEY), InvalidKeyVersionError, "bool"),
@@ -117,19 +133,41 @@ BAD: list[tuple[str, Callable[[], Any], type[Exception], str | None]] = [
 # ValueError); so is a value that is not parts at all given to encode().
 BAD_ARGS: list[tuple[str, Callable[[], Any], type[ClockflakeError], type[Exception], str]] = [
     ("key 15 bytes", lambda: PublicIds(1, KEY[:15]), InvalidArgValueError, ValueError, "16 bytes"),
-    ("key 17 bytes", lambda: PublicIds(1, KEY + b"x"), InvalidArgValueError, ValueError, "16 bytes"),
+    (
+        "key 17 bytes",
+        lambda: PublicIds(1, KEY + b"x"),
+        InvalidArgValueError,
+        ValueError,
+        "16 bytes",
+    ),
     ("key empty", lambda: PublicIds(1, b""), InvalidArgValueError, ValueError, "found 0"),
     ("key str", lambda: PublicIds(1, KEY.decode()), InvalidArgTypeError, TypeError, "str"),  # type: ignore[arg-type]
     ("key None", lambda: PublicIds(1, None), InvalidArgTypeError, TypeError, "None"),  # type: ignore[arg-type]
     ("key list", lambda: PublicIds(1, list(KEY)), InvalidArgTypeError, TypeError, "list"),  # type: ignore[arg-type]
-    ("old key bytearray", lambda: codec.with_old_key(0, bytearray(KEY)), InvalidArgTypeError, TypeError, "bytearray"),  # type: ignore[arg-type]
-    ("old key 3 bytes", lambda: codec.with_old_key(2, b"abc"), InvalidArgValueError, ValueError, "16 bytes"),
+    (
+        "old key bytearray",
+        lambda: codec.with_old_key(0, bytearray(KEY)),
+        InvalidArgTypeError,
+        TypeError,
+        "bytearray",
+    ),  # type: ignore[arg-type]
+    (
+        "old key 3 bytes",
+        lambda: codec.with_old_key(2, b"abc"),
+        InvalidArgValueError,
+        ValueError,
+        "16 bytes",
+    ),
     ("encode({})", lambda: encode({}), InvalidArgTypeError, TypeError, "timestamp_ms"),  # type: ignore[typeddict-item]
     ("encode(None)", lambda: encode(None), InvalidArgTypeError, TypeError, "Parts"),  # type: ignore[arg-type]
 ]
 
 
-@pytest.mark.parametrize(("call", "error", "builtin", "text"), [row[1:] for row in BAD_ARGS], ids=[row[0] for row in BAD_ARGS])
+@pytest.mark.parametrize(
+    ("call", "error", "builtin", "text"),
+    [row[1:] for row in BAD_ARGS],
+    ids=[row[0] for row in BAD_ARGS],
+)
 def test_bad_argument_shape_has_a_code(
     call: Callable[[], Any], error: type[ClockflakeError], builtin: type[Exception], text: str
 ) -> None:
@@ -141,14 +179,22 @@ def test_bad_argument_shape_has_a_code(
 
 
 def test_argument_error_classes() -> None:
-    assert InvalidArgTypeError.code == "INVALID_ARG_TYPE" and issubclass(InvalidArgTypeError, TypeError)
-    assert InvalidArgValueError.code == "INVALID_ARG_VALUE" and issubclass(InvalidArgValueError, ValueError)
-    assert not issubclass(InvalidArgTypeError, ValueError) and not issubclass(InvalidArgValueError, TypeError)
+    assert InvalidArgTypeError.code == "INVALID_ARG_TYPE" and issubclass(
+        InvalidArgTypeError, TypeError
+    )
+    assert InvalidArgValueError.code == "INVALID_ARG_VALUE" and issubclass(
+        InvalidArgValueError, ValueError
+    )
+    assert not issubclass(InvalidArgTypeError, ValueError) and not issubclass(
+        InvalidArgValueError, TypeError
+    )
     error = pickle.loads(pickle.dumps(InvalidArgTypeError("key: expected 16 bytes, found str")))
     assert type(error) is InvalidArgTypeError and str(error) == "key: expected 16 bytes, found str"
 
 
-@pytest.mark.parametrize(("call", "error", "text"), [row[1:] for row in BAD], ids=[row[0] for row in BAD])
+@pytest.mark.parametrize(
+    ("call", "error", "text"), [row[1:] for row in BAD], ids=[row[0] for row in BAD]
+)
 def test_bad_input(call: Callable[[], Any], error: type[Exception], text: str | None) -> None:
     with pytest.raises(error) as caught:
         call()

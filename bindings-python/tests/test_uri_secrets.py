@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from clockflake import ClockflakeError, Generator
 
 TABLE = Path(__file__).resolve().parents[2] / "tests" / "uris" / "secrets.json"
@@ -54,7 +53,9 @@ def test_no_secret_in_the_error(case: dict[str, Any]) -> None:
 PG_URL = os.environ.get("CLOCKFLAKE_PG_URL")
 
 
-@pytest.mark.skipif(not PG_URL, reason="CLOCKFLAKE_PG_URL not set (make test-python-pg starts a server)")
+@pytest.mark.skipif(
+    not PG_URL, reason="CLOCKFLAKE_PG_URL not set (make test-python-pg starts a server)"
+)
 def test_no_secret_in_an_open_generator() -> None:
     assert PG_URL is not None
     base = PG_URL.split("?")[0]

@@ -6,14 +6,15 @@ unknown op, names each test by its case id, and checks that enough cases were lo
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
-import pytest
+from typing import Any
 
 import clockflake
+import pytest
 from clockflake import ClockflakeError, Generator, Parts, decode, describe_layout, encode, id_range
 
 VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors"
@@ -54,14 +55,20 @@ def outcome(produce: Callable[[], Any]) -> tuple[str, Any]:
         return ("error", error)
 
 
-def expect(name: str, case: dict[str, Any], got: tuple[str, Any], render: Callable[[Any], Any]) -> None:
+def expect(
+    name: str, case: dict[str, Any], got: tuple[str, Any], render: Callable[[Any], Any]
+) -> None:
     kind, value = got
     if "error" in case:
         assert kind == "error", f"{name}: expected error {case['error']}, found {value!r}"
-        assert value.code == case["error"], f"{name}: expected {case['error']}, found {value.code}: {value}"
+        assert value.code == case["error"], (
+            f"{name}: expected {case['error']}, found {value.code}: {value}"
+        )
         return
     assert kind == "out", f"{name}: expected {case['out']!r}, found {value.code}: {value}"
-    assert render(value) == case["out"], f"{name}: expected {case['out']!r}, found {render(value)!r}"
+    assert render(value) == case["out"], (
+        f"{name}: expected {case['out']!r}, found {render(value)!r}"
+    )
 
 
 def parts_to_vector(p: Parts) -> dict[str, Any]:
@@ -94,7 +101,9 @@ def run_case(file_layout: Any, case: dict[str, Any]) -> None:
         expect(name, case, outcome(lambda: decode(given, layout)), parts_to_vector)
         if re.fullmatch(r"-?[0-9]+", given):
             # The same id as an int decodes the same (or is refused with the same code).
-            expect(f"{name} (int)", case, outcome(lambda: decode(int(given), layout)), parts_to_vector)
+            expect(
+                f"{name} (int)", case, outcome(lambda: decode(int(given), layout)), parts_to_vector
+            )
     elif op == "encode":
         fields = {
             "timestamp_ms": int(given["timestamp_ms"]),
@@ -147,7 +156,7 @@ def run_generate(layout: Any, case: dict[str, Any]) -> None:
         now = int(step["now_ms"])
         repeat = step.get("repeat", 1)
         for k in range(repeat):
-            got = outcome(lambda: gen.next_id_at(now))
+            got = outcome(functools.partial(gen.next_id_at, now))
             if repeat > 1:
                 assert got[0] == "out", f"{step_name} (repeat {k}): {got[1]!r}"
         expect(step_name, step, got, str)

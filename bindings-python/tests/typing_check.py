@@ -4,9 +4,26 @@ from __future__ import annotations
 
 import json
 
-from clockflake import ClockflakeError, Generator, GeneratorState, LayoutInfo, Parts, PublicIds, decode, encode, id_range, layouts
+from clockflake import (
+    ClockflakeError,
+    Generator,
+    GeneratorState,
+    LayoutInfo,
+    Parts,
+    PublicIds,
+    decode,
+    encode,
+    id_range,
+    layouts,
+)
 
-gen: Generator = Generator(worker_id=7, layout="twitter", on_rollback="wait", max_wait_ms=5, clock=lambda: 1_795_000_000_000)
+gen: Generator = Generator(
+    worker_id=7,
+    layout="twitter",
+    on_rollback="wait",
+    max_wait_ms=5,
+    clock=lambda: 1_795_000_000_000,
+)
 one: int = gen.next_id()
 many: list[int] = gen.next_ids(10)
 at: int = gen.next_id_at(1_795_000_000_000)
@@ -15,7 +32,14 @@ again: Generator = Generator.resume(state, layout="twitter")
 parts: Parts = decode(one, "twitter")
 ms: int = parts.timestamp_ms
 same: int = encode(parts, "twitter")
-window: tuple[int, int] = id_range(0, 1, {"fields": [{"name": "timestamp", "bits": 41}, {"name": "sequence", "bits": 12}], "epoch_ms": 0})
+window: tuple[int, int] = id_range(
+    0,
+    1,
+    {
+        "fields": [{"name": "timestamp", "bits": 41}, {"name": "sequence", "bits": 12}],
+        "epoch_ms": 0,
+    },
+)
 info: LayoutInfo = layouts["clockseq"]
 try:
     decode(-1)
@@ -23,7 +47,9 @@ except ClockflakeError as error:
     code: str = error.code
     retry: int | None = error.retry_at_ms
 
-with Generator.open("file:///tmp/clockflake-typing?app=orders", layout="clockseq", max_handover_wait_ms=100) as leased:
+with Generator.open(
+    "file:///tmp/clockflake-typing?app=orders", layout="clockseq", max_handover_wait_ms=100
+) as leased:
     worker: int = leased.worker_id
     where: str | None = leased.coordinator
     leased_id: int = leased.next_id()

@@ -7,6 +7,7 @@ SipHash-1-3 round function, FF1-style alternating Feistel (31/32-bit halves, 6 r
 
     python3 tests/vectors/public_reference.py [--check]
 """
+
 import json
 import pathlib
 import sys
@@ -27,19 +28,34 @@ def rotl(x, b):
 
 
 def sipround(v0, v1, v2, v3):
-    v0 = (v0 + v1) & M64; v1 = rotl(v1, 13) ^ v0; v0 = rotl(v0, 32)
-    v2 = (v2 + v3) & M64; v3 = rotl(v3, 16) ^ v2
-    v0 = (v0 + v3) & M64; v3 = rotl(v3, 21) ^ v0
-    v2 = (v2 + v1) & M64; v1 = rotl(v1, 17) ^ v2; v2 = rotl(v2, 32)
+    v0 = (v0 + v1) & M64
+    v1 = rotl(v1, 13) ^ v0
+    v0 = rotl(v0, 32)
+    v2 = (v2 + v3) & M64
+    v3 = rotl(v3, 16) ^ v2
+    v0 = (v0 + v3) & M64
+    v3 = rotl(v3, 21) ^ v0
+    v2 = (v2 + v1) & M64
+    v1 = rotl(v1, 17) ^ v2
+    v2 = rotl(v2, 32)
     return v0, v1, v2, v3
 
 
 def siphash(key: bytes, message: bytes, c=1, d=3):
     k0, k1 = int.from_bytes(key[:8], "little"), int.from_bytes(key[8:], "little")
-    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+    v = [
+        k0 ^ 0x736F6D6570736575,
+        k1 ^ 0x646F72616E646F6D,
+        k0 ^ 0x6C7967656E657261,
+        k1 ^ 0x7465646279746573,
+    ]
     tail_len = len(message) % 8
-    words = [int.from_bytes(message[i:i + 8], "little") for i in range(0, len(message) - tail_len, 8)]
-    words.append(((len(message) & 0xFF) << 56) | int.from_bytes(message[len(message) - tail_len:], "little"))
+    words = [
+        int.from_bytes(message[i : i + 8], "little") for i in range(0, len(message) - tail_len, 8)
+    ]
+    words.append(
+        ((len(message) & 0xFF) << 56) | int.from_bytes(message[len(message) - tail_len :], "little")
+    )
     for m in words:
         v[3] ^= m
         for _ in range(c):
@@ -90,7 +106,7 @@ def crc10(symbols):
 def to_text(version, public):
     symbols = [version] + [(public >> (5 * (12 - i))) & 31 for i in range(13)]
     check = crc10(symbols)
-    return "".join(ALPHABET[s] for s in symbols + [check >> 5, check & 31])
+    return "".join(ALPHABET[s] for s in [*symbols, check >> 5, check & 31])
 
 
 def from_text(keys, text):
@@ -133,16 +149,33 @@ def build():
     k2 = {"version": 2, "key_hex": bytes(range(16)).hex()}
     k0 = {"version": 0, "key_hex": "00" * 16}
     cases = []
-    ids = [0, 1, 2, 42, 4095, 2**32 - 1, 2**32, 383188013854781440, 383188013854781441, 2**62, 2**63 - 1]
+    ids = [
+        0,
+        1,
+        2,
+        42,
+        4095,
+        2**32 - 1,
+        2**32,
+        383188013854781440,
+        383188013854781441,
+        2**62,
+        2**63 - 1,
+    ]
     for ring in ([k1], [k2], [k0]):
         keys = keyring(ring)
         v = ring[0]["version"]
         for i, x in enumerate(ids):
             public = permute(keys[v], x)
             assert unpermute(keys[v], public) == x
-            cases.append({"id": f"public-encode-v{v}-{i}", "op": "public_encode",
-                          "in": {"keys": ring, "id": str(x)},
-                          "out": {"number": str(public), "text": to_text(v, public)}})
+            cases.append(
+                {
+                    "id": f"public-encode-v{v}-{i}",
+                    "op": "public_encode",
+                    "in": {"keys": ring, "id": str(x)},
+                    "out": {"number": str(public), "text": to_text(v, public)},
+                }
+            )
     rotated = [k2, k1]  # current key first, then old ones
     keys = keyring(rotated)
     old_text = to_text(1, permute(keys[1], 383188013854781440))
@@ -151,27 +184,68 @@ def build():
     swap = good[:7] + good[8] + good[7] + good[9:]
     over = [2] + [31] * 13
     check = crc10(over)
-    over_text = "".join(ALPHABET[s] for s in over + [check >> 5, check & 31])
-    for label, text in [("old-key-after-rotation", old_text), ("current", good), ("lowercase", good.lower()),
-                        ("typo", typo), ("swap", swap), ("short", good[:15]), ("long", good + "0"),
-                        ("bad-character-u", good[:3] + "U" + good[4:]), ("empty", ""),
-                        ("unknown-version", to_text(5, 77)), ("payload-above-2^63", over_text)]:
-        cases.append({"id": f"public-decode-text-{label}", "op": "public_decode_text",
-                      "in": {"keys": rotated, "text": text}, **run(lambda t=text: str(from_text(keys, t)))})
+    over_text = "".join(ALPHABET[s] for s in [*over, check >> 5, check & 31])
+    for label, text in [
+        ("old-key-after-rotation", old_text),
+        ("current", good),
+        ("lowercase", good.lower()),
+        ("typo", typo),
+        ("swap", swap),
+        ("short", good[:15]),
+        ("long", good + "0"),
+        ("bad-character-u", good[:3] + "U" + good[4:]),
+        ("empty", ""),
+        ("unknown-version", to_text(5, 77)),
+        ("payload-above-2^63", over_text),
+    ]:
+        cases.append(
+            {
+                "id": f"public-decode-text-{label}",
+                "op": "public_decode_text",
+                "in": {"keys": rotated, "text": text},
+                **run(lambda t=text: str(from_text(keys, t))),
+            }
+        )
     for label, number in [("ok", str(permute(keys[2], 5))), ("sign-bit", str(2**63))]:
+
         def decode_number(n=number):
             if int(n) >= 2**63:
                 raise Refusal("INVALID_PUBLIC_ID")
             return str(unpermute(keys[2], int(n)))
-        cases.append({"id": f"public-decode-number-{label}", "op": "public_decode",
-                      "in": {"keys": rotated, "number": number}, **run(decode_number)})
-    cases.append({"id": "public-encode-sign-bit", "op": "public_encode", "in": {"keys": [k1], "id": str(2**63)},
-                  "error": "INVALID_ID"})
-    for label, ring in [("version-32", [{"version": 32, "key_hex": "00" * 16}]), ("duplicate", [k1, k1])]:
-        cases.append({"id": f"public-keyring-{label}", "op": "public_encode",
-                      "in": {"keys": ring, "id": "1"}, **run(lambda r=ring: keyring(r))})
-    body = {"description": "public-id codec: keys[0] is the current key, the rest are old keys for decoding",
-            "layout": None, "cases": cases}
+
+        cases.append(
+            {
+                "id": f"public-decode-number-{label}",
+                "op": "public_decode",
+                "in": {"keys": rotated, "number": number},
+                **run(decode_number),
+            }
+        )
+    cases.append(
+        {
+            "id": "public-encode-sign-bit",
+            "op": "public_encode",
+            "in": {"keys": [k1], "id": str(2**63)},
+            "error": "INVALID_ID",
+        }
+    )
+    for label, ring in [
+        ("version-32", [{"version": 32, "key_hex": "00" * 16}]),
+        ("duplicate", [k1, k1]),
+    ]:
+        cases.append(
+            {
+                "id": f"public-keyring-{label}",
+                "op": "public_encode",
+                "in": {"keys": ring, "id": "1"},
+                **run(lambda r=ring: keyring(r)),
+            }
+        )
+    body = {
+        "description": "public-id codec: keys[0] is the current key, the rest are old keys for decoding",
+        "layout": None,
+        "cases": cases,
+    }
     return json.dumps(body, indent=1) + "\n"
 
 

@@ -7,6 +7,7 @@ what this script says, and every language's runner checks its binding against th
     python3 tests/vectors/reference.py          # rewrite tests/vectors/*.json
     python3 tests/vectors/reference.py --check  # fail if the committed files differ
 """
+
 import json
 import pathlib
 import sys
@@ -27,7 +28,11 @@ class Refusal(Exception):
 # ---------------------------------------------------------------- layouts
 
 PRESETS = {
-    "clockseq": ([("timestamp", 41), ("clock_seq", 3), ("worker", 7), ("sequence", 12)], 1, 1704067200000),
+    "clockseq": (
+        [("timestamp", 41), ("clock_seq", 3), ("worker", 7), ("sequence", 12)],
+        1,
+        1704067200000,
+    ),
     "twitter": ([("timestamp", 41), ("worker", 10), ("sequence", 12)], 1, 1288834974657),
     "discord": ([("timestamp", 41), ("worker", 10), ("sequence", 12)], 1, 1420070400000),
     "sonyflake": ([("timestamp", 39), ("sequence", 8), ("worker", 16)], 10, 1409529600000),
@@ -50,8 +55,8 @@ class Layout:
         total = sum(bits for _, bits in fields)
         if total > 63 or unit_ms < 1:
             raise Refusal("INVALID_LAYOUT")
-        self.bits = {name: 0 for name in FIELD_INDEX}
-        self.shift = {name: 0 for name in FIELD_INDEX}
+        self.bits = dict.fromkeys(FIELD_INDEX, 0)
+        self.shift = dict.fromkeys(FIELD_INDEX, 0)
         below = total
         for name, bits in fields:
             below -= bits
@@ -81,8 +86,12 @@ class Layout:
         return h
 
     def compose(self, tick, cs, worker, seq):
-        return (tick << self.shift["timestamp"]) | (cs << self.shift["clock_seq"]) | (
-            worker << self.shift["worker"]) | (seq << self.shift["sequence"])
+        return (
+            (tick << self.shift["timestamp"])
+            | (cs << self.shift["clock_seq"])
+            | (worker << self.shift["worker"])
+            | (seq << self.shift["sequence"])
+        )
 
     def field(self, value, name):
         return (value >> self.shift[name]) & self.max(name)
@@ -113,9 +122,11 @@ class Layout:
 
     def encode(self, parts):
         tick = self.tick_in_range(int(parts["timestamp_ms"]), "TIMESTAMP_OUT_OF_RANGE")
-        for key, name, code in [("clock_seq", "clock_seq", "CLOCK_SEQ_OUT_OF_RANGE"),
-                                ("worker_id", "worker", "WORKER_ID_OUT_OF_RANGE"),
-                                ("sequence", "sequence", "SEQUENCE_OUT_OF_RANGE")]:
+        for key, name, code in [
+            ("clock_seq", "clock_seq", "CLOCK_SEQ_OUT_OF_RANGE"),
+            ("worker_id", "worker", "WORKER_ID_OUT_OF_RANGE"),
+            ("sequence", "sequence", "SEQUENCE_OUT_OF_RANGE"),
+        ]:
             if parts[key] > self.max(name):
                 raise Refusal(code)
         return str(self.compose(tick, parts["clock_seq"], parts["worker_id"], parts["sequence"]))
@@ -135,10 +146,13 @@ def layout_from_json(spec):
         if spec not in PRESETS:
             raise Refusal("UNKNOWN_LAYOUT")
         return Layout(*PRESETS[spec])
-    return Layout([(f["name"], f["bits"]) for f in spec["fields"]], spec["unit_ms"], int(spec["epoch_ms"]))
+    return Layout(
+        [(f["name"], f["bits"]) for f in spec["fields"]], spec["unit_ms"], int(spec["epoch_ms"])
+    )
 
 
 # ---------------------------------------------------------------- generator, literally as DESIGN.md states it
+
 
 class Generator:
     def __init__(self, layout, worker_id, on_rollback=None, max_wait_ms=5, max_drift_ms=1000):
@@ -203,7 +217,9 @@ class Generator:
         """state() then resume(state): only cs and the marks (in ms, rounded down to ticks) survive."""
         marks = [None if t is None else self.ms(t) for t in self.hwm]
         if reserve_ms is not None:
-            marks[self.cs] = reserve_ms if marks[self.cs] is None else max(marks[self.cs], reserve_ms)
+            marks[self.cs] = (
+                reserve_ms if marks[self.cs] is None else max(marks[self.cs], reserve_ms)
+            )
         self.hwm = [None if m is None else (m - self.l.epoch) // self.l.unit for m in marks]
         self.last = self.hwm[self.cs]
         self.seq = self.l.max("sequence")  # unknown how many were used: treat the tick as full
@@ -222,6 +238,7 @@ class TextbookGenerator(Generator):
 
 
 # ---------------------------------------------------------------- case building
+
 
 def run(fn, *args):
     try:
@@ -254,7 +271,9 @@ def generate_case(layout, case_id, steps, worker_id=1, **options):
             assert repeat == 1, f"{case_id}: a repeated step must not refuse"
             result.pop("out", None)
             result["error"] = refusal.code
-            result["retry_at_ms"] = None if refusal.retry_at_ms is None else str(refusal.retry_at_ms)
+            result["retry_at_ms"] = (
+                None if refusal.retry_at_ms is None else str(refusal.retry_at_ms)
+            )
         out_steps.append(result)
     return {"id": case_id, "op": "generate", "in": {**args, "steps": out_steps}}
 
@@ -263,20 +282,41 @@ def preset_cases(name):
     layout = Layout(*PRESETS[name])
     cases = []
     T = layout.epoch + 1000 * 86_400_000 // layout.unit * layout.unit  # 1000 days after the epoch
-    if T >= layout.end_ms:
+    if layout.end_ms <= T:
         T = layout.epoch + 86_400_000
     parts_list = [
         {"timestamp_ms": str(layout.epoch), "clock_seq": 0, "worker_id": 0, "sequence": 0},
-        {"timestamp_ms": str(T), "clock_seq": min(5, layout.max("clock_seq")), "worker_id": min(9, layout.max("worker")), "sequence": 3},
-        {"timestamp_ms": str(layout.end_ms - layout.unit), "clock_seq": layout.max("clock_seq"), "worker_id": layout.max("worker"), "sequence": layout.max("sequence")},
+        {
+            "timestamp_ms": str(T),
+            "clock_seq": min(5, layout.max("clock_seq")),
+            "worker_id": min(9, layout.max("worker")),
+            "sequence": 3,
+        },
+        {
+            "timestamp_ms": str(layout.end_ms - layout.unit),
+            "clock_seq": layout.max("clock_seq"),
+            "worker_id": layout.max("worker"),
+            "sequence": layout.max("sequence"),
+        },
     ]
     for i, parts in enumerate(parts_list):
-        cases.append({"id": f"{name}-encode-{i}", "op": "encode", "in": parts, **run(layout.encode, parts)})
+        cases.append(
+            {"id": f"{name}-encode-{i}", "op": "encode", "in": parts, **run(layout.encode, parts)}
+        )
         encoded = layout.encode(parts)
-        cases.append({"id": f"{name}-decode-{i}", "op": "decode", "in": encoded, **run(layout.decode, encoded)})
+        cases.append(
+            {
+                "id": f"{name}-decode-{i}",
+                "op": "decode",
+                "in": encoded,
+                **run(layout.decode, encoded),
+            }
+        )
     # A time inside a tick rounds down to the tick's start.
     mid = {"timestamp_ms": str(T + layout.unit - 1), "clock_seq": 0, "worker_id": 1, "sequence": 1}
-    cases.append({"id": f"{name}-encode-rounds-down", "op": "encode", "in": mid, **run(layout.encode, mid)})
+    cases.append(
+        {"id": f"{name}-encode-rounds-down", "op": "encode", "in": mid, **run(layout.encode, mid)}
+    )
     bad_parts = [
         ("before-epoch", {"timestamp_ms": str(layout.epoch - 1)}),
         ("past-lifetime", {"timestamp_ms": str(layout.end_ms)}),
@@ -286,15 +326,48 @@ def preset_cases(name):
     ]
     for label, change in bad_parts:
         parts = {**parts_list[1], **change}
-        cases.append({"id": f"{name}-encode-bad-{label}", "op": "encode", "in": parts, **run(layout.encode, parts)})
-    bad_ids = ["", "-1", "abc", "12a", " 1", "+1", "1.5", "9223372036854775808",
-               "18446744073709551615", "99999999999999999999999"]
+        cases.append(
+            {
+                "id": f"{name}-encode-bad-{label}",
+                "op": "encode",
+                "in": parts,
+                **run(layout.encode, parts),
+            }
+        )
+    bad_ids = [
+        "",
+        "-1",
+        "abc",
+        "12a",
+        " 1",
+        "+1",
+        "1.5",
+        "9223372036854775808",
+        "18446744073709551615",
+        "99999999999999999999999",
+    ]
     if layout.total < 63:
         bad_ids.append(str(layout.max_id + 1))  # timestamp beyond the layout's lifetime
     for i, text in enumerate(bad_ids):
-        cases.append({"id": f"{name}-decode-bad-{i}", "op": "decode", "in": text, **run(layout.decode, text)})
-    cases.append({"id": f"{name}-decode-leading-zeros", "op": "decode", "in": "0007", **run(layout.decode, "0007")})
-    cases.append({"id": f"{name}-decode-max", "op": "decode", "in": str(layout.max_id), **run(layout.decode, str(layout.max_id))})
+        cases.append(
+            {"id": f"{name}-decode-bad-{i}", "op": "decode", "in": text, **run(layout.decode, text)}
+        )
+    cases.append(
+        {
+            "id": f"{name}-decode-leading-zeros",
+            "op": "decode",
+            "in": "0007",
+            **run(layout.decode, "0007"),
+        }
+    )
+    cases.append(
+        {
+            "id": f"{name}-decode-max",
+            "op": "decode",
+            "in": str(layout.max_id),
+            **run(layout.decode, str(layout.max_id)),
+        }
+    )
     for label, args in [
         ("one-tick", {"from_ms": str(T), "to_ms": str(T)}),
         ("one-day", {"from_ms": str(T), "to_ms": str(T + 86_400_000)}),
@@ -302,7 +375,14 @@ def preset_cases(name):
         ("before-epoch", {"from_ms": str(layout.epoch - 1), "to_ms": str(T)}),
         ("past-lifetime", {"from_ms": str(T), "to_ms": str(layout.end_ms)}),
     ]:
-        cases.append({"id": f"{name}-id-range-{label}", "op": "id_range", "in": args, **run(layout.id_range, args)})
+        cases.append(
+            {
+                "id": f"{name}-id-range-{label}",
+                "op": "id_range",
+                "in": args,
+                **run(layout.id_range, args),
+            }
+        )
     return cases
 
 
@@ -311,21 +391,51 @@ def preset_generator_cases(name):
     u = layout.unit
     T = min(NOV_2026, layout.end_ms - 100 * u) // u * u
     cases = [
-        generate_case(layout, f"{name}-generate-advancing", [
-            {"now_ms": T}, {"now_ms": T}, {"now_ms": T + u}, {"now_ms": T + 5 * u}, {"now_ms": T + 5 * u}]),
-        generate_case(layout, f"{name}-generate-worker-out-of-range", [], worker_id=layout.max("worker") + 1),
+        generate_case(
+            layout,
+            f"{name}-generate-advancing",
+            [
+                {"now_ms": T},
+                {"now_ms": T},
+                {"now_ms": T + u},
+                {"now_ms": T + 5 * u},
+                {"now_ms": T + 5 * u},
+            ],
+        ),
+        generate_case(
+            layout, f"{name}-generate-worker-out-of-range", [], worker_id=layout.max("worker") + 1
+        ),
         generate_case(layout, f"{name}-generate-before-epoch", [{"now_ms": layout.epoch - 1}]),
         generate_case(layout, f"{name}-generate-past-lifetime", [{"now_ms": layout.end_ms}]),
     ]
     if name == "baidu":  # ran out on 2024-11-20: decodes, refuses to generate now
-        cases.append(generate_case(layout, "baidu-generate-refuses-in-2026", [{"now_ms": NOV_2026}]))
-        cases.append(generate_case(layout, "baidu-generate-in-2020", [{"now_ms": 1_600_000_000_000}]))
+        cases.append(
+            generate_case(layout, "baidu-generate-refuses-in-2026", [{"now_ms": NOV_2026}])
+        )
+        cases.append(
+            generate_case(layout, "baidu-generate-in-2020", [{"now_ms": 1_600_000_000_000}])
+        )
     seq_count = layout.max("sequence") + 1
     if seq_count <= 2**15:
-        cases.append(generate_case(layout, f"{name}-generate-sequence-exhausted", [
-            {"now_ms": T, "repeat": seq_count}, {"now_ms": T}, {"now_ms": T + u}]))
-    cases.append(generate_case(layout, f"{name}-generate-rollback-default-policy", [
-        {"now_ms": T + 10 * u}, {"now_ms": T + 10 * u - 3}, {"now_ms": T}, {"now_ms": T + 11 * u}]))
+        cases.append(
+            generate_case(
+                layout,
+                f"{name}-generate-sequence-exhausted",
+                [{"now_ms": T, "repeat": seq_count}, {"now_ms": T}, {"now_ms": T + u}],
+            )
+        )
+    cases.append(
+        generate_case(
+            layout,
+            f"{name}-generate-rollback-default-policy",
+            [
+                {"now_ms": T + 10 * u},
+                {"now_ms": T + 10 * u - 3},
+                {"now_ms": T},
+                {"now_ms": T + 11 * u},
+            ],
+        )
+    )
     return cases
 
 
@@ -334,8 +444,19 @@ def clockseq_generator_cases():
     T = 1_735_689_600_000  # 2025-01-01T00:00:00Z
     cases = []
     for label, back in [("1ms", 1), ("1s", 1000), ("1h", 3_600_000)]:
-        cases.append(generate_case(layout, f"clockseq-rollback-{label}", [
-            {"now_ms": T}, {"now_ms": T}, {"now_ms": T - back}, {"now_ms": T - back}, {"now_ms": T + 1}]))
+        cases.append(
+            generate_case(
+                layout,
+                f"clockseq-rollback-{label}",
+                [
+                    {"now_ms": T},
+                    {"now_ms": T},
+                    {"now_ms": T - back},
+                    {"now_ms": T - back},
+                    {"now_ms": T + 1},
+                ],
+            )
+        )
     # Nine rollbacks inside one second: the textbook (cs + 1) & 7 variant repeats an id at the
     # eighth; here every clock sequence is used at that time, so it refuses instead.
     nine = []
@@ -350,30 +471,106 @@ def clockseq_generator_cases():
     assert repeated, "the nine-rollback schedule must defeat the textbook variant"
     cases.append(generate_case(layout, "clockseq-nine-rollbacks-in-one-second", nine))
     # Rotation skips clock sequences still in use at this time and returns to freed ones.
-    cases.append(generate_case(layout, "clockseq-rotation-skips-busy-sequences", [
-        {"now_ms": T + 1000}, {"now_ms": T}, {"now_ms": T + 2000}, {"now_ms": T + 1500},
-        {"now_ms": T + 2500}, {"now_ms": T + 1001}, {"now_ms": T + 3000}, {"now_ms": T + 2600}]))
-    cases.append(generate_case(layout, "clockseq-sequence-exhausted-after-switch", [
-        {"now_ms": T + 10}, {"now_ms": T, "repeat": 4096}, {"now_ms": T}, {"now_ms": T + 1}]))
+    cases.append(
+        generate_case(
+            layout,
+            "clockseq-rotation-skips-busy-sequences",
+            [
+                {"now_ms": T + 1000},
+                {"now_ms": T},
+                {"now_ms": T + 2000},
+                {"now_ms": T + 1500},
+                {"now_ms": T + 2500},
+                {"now_ms": T + 1001},
+                {"now_ms": T + 3000},
+                {"now_ms": T + 2600},
+            ],
+        )
+    )
+    cases.append(
+        generate_case(
+            layout,
+            "clockseq-sequence-exhausted-after-switch",
+            [{"now_ms": T + 10}, {"now_ms": T, "repeat": 4096}, {"now_ms": T}, {"now_ms": T + 1}],
+        )
+    )
     for policy in ["clock-sequence", "wait", "logical", "fail"]:
         for wait in [0, 5]:
-            cases.append(generate_case(layout, f"clockseq-policy-{policy}-max-wait-{wait}", [
-                {"now_ms": T + 10}, {"now_ms": T + 7}, {"now_ms": T + 7}, {"now_ms": T + 11},
-                {"now_ms": T - 1000}, {"now_ms": T + 12}], on_rollback=policy, max_wait_ms=wait))
-    cases.append(generate_case(layout, "clockseq-logical-runs-ahead-within-drift", [
-        {"now_ms": T, "repeat": 4096}, {"now_ms": T}, {"now_ms": T, "repeat": 4095},
-        {"now_ms": T}, {"now_ms": T}], on_rollback="logical", max_drift_ms=1))
-    cases.append(generate_case(layout, "clockseq-logical-no-drift-waits", [
-        {"now_ms": T, "repeat": 4096}, {"now_ms": T}, {"now_ms": T + 1}],
-        on_rollback="logical", max_drift_ms=0))
-    cases.append(generate_case(layout, "clockseq-restart-with-clock-1h-back", [
-        {"now_ms": T}, {"now_ms": T}, {"restart": True}, {"now_ms": T - 3_600_000},
-        {"restart": True}, {"now_ms": T}, {"now_ms": T + 1}]))
-    cases.append(generate_case(layout, "clockseq-restart-same-tick-is-full", [
-        {"now_ms": T}, {"restart": True}, {"now_ms": T}, {"now_ms": T + 1}], on_rollback="wait"))
-    cases.append(generate_case(layout, "clockseq-restart-after-reservation", [
-        {"now_ms": T}, {"restart": True, "reserve_ms": T + 1000}, {"now_ms": T + 500},
-        {"now_ms": T + 1001}]))
+            cases.append(
+                generate_case(
+                    layout,
+                    f"clockseq-policy-{policy}-max-wait-{wait}",
+                    [
+                        {"now_ms": T + 10},
+                        {"now_ms": T + 7},
+                        {"now_ms": T + 7},
+                        {"now_ms": T + 11},
+                        {"now_ms": T - 1000},
+                        {"now_ms": T + 12},
+                    ],
+                    on_rollback=policy,
+                    max_wait_ms=wait,
+                )
+            )
+    cases.append(
+        generate_case(
+            layout,
+            "clockseq-logical-runs-ahead-within-drift",
+            [
+                {"now_ms": T, "repeat": 4096},
+                {"now_ms": T},
+                {"now_ms": T, "repeat": 4095},
+                {"now_ms": T},
+                {"now_ms": T},
+            ],
+            on_rollback="logical",
+            max_drift_ms=1,
+        )
+    )
+    cases.append(
+        generate_case(
+            layout,
+            "clockseq-logical-no-drift-waits",
+            [{"now_ms": T, "repeat": 4096}, {"now_ms": T}, {"now_ms": T + 1}],
+            on_rollback="logical",
+            max_drift_ms=0,
+        )
+    )
+    cases.append(
+        generate_case(
+            layout,
+            "clockseq-restart-with-clock-1h-back",
+            [
+                {"now_ms": T},
+                {"now_ms": T},
+                {"restart": True},
+                {"now_ms": T - 3_600_000},
+                {"restart": True},
+                {"now_ms": T},
+                {"now_ms": T + 1},
+            ],
+        )
+    )
+    cases.append(
+        generate_case(
+            layout,
+            "clockseq-restart-same-tick-is-full",
+            [{"now_ms": T}, {"restart": True}, {"now_ms": T}, {"now_ms": T + 1}],
+            on_rollback="wait",
+        )
+    )
+    cases.append(
+        generate_case(
+            layout,
+            "clockseq-restart-after-reservation",
+            [
+                {"now_ms": T},
+                {"restart": True, "reserve_ms": T + 1000},
+                {"now_ms": T + 500},
+                {"now_ms": T + 1001},
+            ],
+        )
+    )
     cases.append(generate_case(layout, "clockseq-worker-127", [{"now_ms": T}], worker_id=127))
     return cases
 
@@ -382,18 +579,42 @@ def layout_cases():
     cases = []
     for name in PRESETS:
         layout = Layout(*PRESETS[name])
-        cases.append({"id": f"layout-preset-{name}", "op": "layout", "in": name, "out": {
-            "fields": [{"name": n, "bits": b} for n, b in layout.fields],
-            "unit_ms": layout.unit, "epoch_ms": str(layout.epoch), "max_id": str(layout.max_id),
-            "fingerprint": str(layout.fingerprint())}})
-    cases.append({"id": "layout-unknown-preset", "op": "layout", "in": "snowflake", "error": "UNKNOWN_LAYOUT"})
+        cases.append(
+            {
+                "id": f"layout-preset-{name}",
+                "op": "layout",
+                "in": name,
+                "out": {
+                    "fields": [{"name": n, "bits": b} for n, b in layout.fields],
+                    "unit_ms": layout.unit,
+                    "epoch_ms": str(layout.epoch),
+                    "max_id": str(layout.max_id),
+                    "fingerprint": str(layout.fingerprint()),
+                },
+            }
+        )
+    cases.append(
+        {
+            "id": "layout-unknown-preset",
+            "op": "layout",
+            "in": "snowflake",
+            "error": "UNKNOWN_LAYOUT",
+        }
+    )
 
     def spec(fields, unit=1, epoch=1704067200000):
-        return {"fields": [{"name": n, "bits": b} for n, b in fields], "unit_ms": unit, "epoch_ms": str(epoch)}
+        return {
+            "fields": [{"name": n, "bits": b} for n, b in fields],
+            "unit_ms": unit,
+            "epoch_ms": str(epoch),
+        }
 
     for label, custom in [
         ("custom-ok", spec([("timestamp", 40), ("worker", 8), ("sequence", 10)], 2)),
-        ("custom-omitted-fields-equal-preset", spec([("timestamp", 41), ("worker", 10), ("sequence", 12)], 1, 1288834974657)),
+        (
+            "custom-omitted-fields-equal-preset",
+            spec([("timestamp", 41), ("worker", 10), ("sequence", 12)], 1, 1288834974657),
+        ),
         ("over-63-bits", spec([("timestamp", 42), ("worker", 10), ("sequence", 12)])),
         ("timestamp-not-first", spec([("worker", 10), ("timestamp", 41), ("sequence", 12)])),
         ("no-sequence", spec([("timestamp", 41), ("worker", 10)])),
@@ -404,35 +625,84 @@ def layout_cases():
         ("unknown-field", spec([("timestamp", 41), ("shard", 4), ("sequence", 12)])),
         ("zero-timestamp", spec([("timestamp", 0), ("sequence", 12)])),
     ]:
+
         def describe(s=custom):
             layout = layout_from_json(s)
-            return {"fields": [{"name": n, "bits": b} for n, b in layout.fields], "unit_ms": layout.unit,
-                    "epoch_ms": str(layout.epoch), "max_id": str(layout.max_id),
-                    "fingerprint": str(layout.fingerprint())}
+            return {
+                "fields": [{"name": n, "bits": b} for n, b in layout.fields],
+                "unit_ms": layout.unit,
+                "epoch_ms": str(layout.epoch),
+                "max_id": str(layout.max_id),
+                "fingerprint": str(layout.fingerprint()),
+            }
+
         cases.append({"id": f"layout-{label}", "op": "layout", "in": custom, **run(describe)})
     return cases
 
 
 def custom_layout_file():
     """A custom layout with 2 sequence bits and 2 clock-sequence bits: exhaustion in few steps."""
-    spec = {"fields": [{"name": "timestamp", "bits": 30}, {"name": "clock_seq", "bits": 2},
-                       {"name": "sequence", "bits": 2}, {"name": "worker", "bits": 3}],
-            "unit_ms": 1000, "epoch_ms": "1704067200000"}
+    spec = {
+        "fields": [
+            {"name": "timestamp", "bits": 30},
+            {"name": "clock_seq", "bits": 2},
+            {"name": "sequence", "bits": 2},
+            {"name": "worker", "bits": 3},
+        ],
+        "unit_ms": 1000,
+        "epoch_ms": "1704067200000",
+    }
     layout = layout_from_json(spec)
     T = NOV_2026 // 1000 * 1000
-    steps = [{"now_ms": T + 5000}] + [{"now_ms": T + 1000}] * 5 + [{"now_ms": T + 500}, {"now_ms": T + 2000},
-             {"now_ms": T + 1999}, {"now_ms": T + 3000}, {"now_ms": T + 2000}, {"now_ms": T + 6000}]
+    steps = (
+        [{"now_ms": T + 5000}]
+        + [{"now_ms": T + 1000}] * 5
+        + [
+            {"now_ms": T + 500},
+            {"now_ms": T + 2000},
+            {"now_ms": T + 1999},
+            {"now_ms": T + 3000},
+            {"now_ms": T + 2000},
+            {"now_ms": T + 6000},
+        ]
+    )
     cases = [
         generate_case(layout, "tiny-exhaustion-and-switches", steps, worker_id=5, max_wait_ms=0),
-        generate_case(layout, "tiny-wait-within-bound", [{"now_ms": T + 2000}, {"now_ms": T + 1000},
-                      {"now_ms": T + 1000}, {"now_ms": T + 1000}, {"now_ms": T + 1000}, {"now_ms": T + 1000},
-                      {"now_ms": T + 1000}], worker_id=5, max_wait_ms=1000),
-        generate_case(layout, "tiny-logical", [{"now_ms": T}] * 6 + [{"now_ms": T - 2000}] * 3,
-                      worker_id=5, on_rollback="logical", max_drift_ms=1000),
+        generate_case(
+            layout,
+            "tiny-wait-within-bound",
+            [
+                {"now_ms": T + 2000},
+                {"now_ms": T + 1000},
+                {"now_ms": T + 1000},
+                {"now_ms": T + 1000},
+                {"now_ms": T + 1000},
+                {"now_ms": T + 1000},
+                {"now_ms": T + 1000},
+            ],
+            worker_id=5,
+            max_wait_ms=1000,
+        ),
+        generate_case(
+            layout,
+            "tiny-logical",
+            [{"now_ms": T}] * 6 + [{"now_ms": T - 2000}] * 3,
+            worker_id=5,
+            on_rollback="logical",
+            max_drift_ms=1000,
+        ),
     ]
-    for i, parts in enumerate([{"timestamp_ms": str(T), "clock_seq": 3, "worker_id": 7, "sequence": 2}]):
-        cases.append({"id": f"tiny-encode-{i}", "op": "encode", "in": parts, **run(layout.encode, parts)})
-    return {"description": "a custom layout: sequence before worker, tiny fields", "layout": spec, "cases": cases}
+    for i, parts in enumerate(
+        [{"timestamp_ms": str(T), "clock_seq": 3, "worker_id": 7, "sequence": 2}]
+    ):
+        cases.append(
+            {"id": f"tiny-encode-{i}", "op": "encode", "in": parts, **run(layout.encode, parts)}
+        )
+    return {
+        "description": "a custom layout: sequence before worker, tiny fields",
+        "layout": spec,
+        "cases": cases,
+    }
 
 
 def build():
@@ -441,8 +711,16 @@ def build():
         cases = preset_cases(name) + preset_generator_cases(name)
         if name == "clockseq":
             cases += clockseq_generator_cases()
-        files[f"{name}.json"] = {"description": f"the {name} preset", "layout": name, "cases": cases}
-    files["layouts.json"] = {"description": "layout presets and validation", "layout": None, "cases": layout_cases()}
+        files[f"{name}.json"] = {
+            "description": f"the {name} preset",
+            "layout": name,
+            "cases": cases,
+        }
+    files["layouts.json"] = {
+        "description": "layout presets and validation",
+        "layout": None,
+        "cases": layout_cases(),
+    }
     files["custom.json"] = custom_layout_file()
     return {name: json.dumps(body, indent=1) + "\n" for name, body in files.items()}
 
@@ -451,7 +729,11 @@ def main():
     files = build()
     total = sum(len(json.loads(text)["cases"]) for text in files.values())
     if "--check" in sys.argv:
-        stale = [n for n, text in files.items() if not (HERE / n).exists() or (HERE / n).read_text() != text]
+        stale = [
+            n
+            for n, text in files.items()
+            if not (HERE / n).exists() or (HERE / n).read_text() != text
+        ]
         if stale:
             sys.exit(f"vectors out of date, run tests/vectors/reference.py: {', '.join(stale)}")
         print(f"vectors up to date: {len(files)} files, {total} cases")

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version as _version
+
 from clockflake import _clockflake
 from clockflake._clockflake import (
     Generator,
@@ -23,9 +25,9 @@ from clockflake._errors import (
     ClockflakeError,
     ClockMovedBackwardsError,
     ClockNotAdvancingError,
-    ClockSkewError,
     ClockSeqOutOfRangeError,
     ClockSequenceExhaustedError,
+    ClockSkewError,
     CoordinatorUnavailableError,
     EpochInFutureError,
     GeneratorClosedError,
@@ -58,6 +60,10 @@ from clockflake._types import (
     LayoutInfo,
     LayoutSpec,
 )
+
+__version__: str = _version("clockflake")
+"""The installed distribution's version: the Cargo workspace's version, which maturin writes into
+the package metadata (so it is stated in one place, Cargo.toml)."""
 
 __all__ = [
     "Generator",
@@ -105,9 +111,7 @@ __all__ = [
     "WorkerPoolExhaustedError",
 ]
 
-layouts: dict[str, LayoutInfo] = {
-    name: describe_layout(name) for name in _clockflake.PRESET_NAMES
-}
+layouts: dict[str, LayoutInfo] = {name: describe_layout(name) for name in _clockflake.PRESET_NAMES}
 """Every preset layout by name, described as by ``describe_layout`` (the default, clockseq, first)."""
 
 # Forks need no hook here: a forked child must not go on issuing ids under its parent's worker

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict, Union
+from typing import Literal, TypedDict
 
 
 class LayoutField(TypedDict):
@@ -62,5 +62,5 @@ class GeneratorStats(TypedDict):
     measured_skew_ms: int | None
 
 
-LayoutArg = Union[str, LayoutSpec, LayoutInfo, None]
+LayoutArg = str | LayoutSpec | LayoutInfo | None
 """A layout argument: None (the default ``clockseq``), a preset name, or a dict."""
