@@ -1,6 +1,6 @@
-# zookeeper:// worker ids (lease/src/zookeeper.rs) against a real ZooKeeper from Debian's
+# zookeeper:// worker ids (lease/src/zookeeper/) against a real ZooKeeper from Debian's
 # `zookeeper` package, started on loopback by scripts/zookeeper.sh and always stopped again.
-#   make test-zookeeper    unit tests + lease/tests/zookeeper.rs + lease/tests/zookeeper_outage.rs
+#   make test-zookeeper    unit tests + lease/tests/zookeeper.rs, zookeeper_outage.rs, zookeeper_offline.rs
 #   make demo-zookeeper    lease a worker id from a throwaway ZooKeeper and print a few ids
 #   make zookeeper-start / zookeeper-stop   a server to try things by hand (prints its URL)
 #   make bench-zookeeper   start-up latency and per-id cost under a ZooKeeper lease (BENCHMARKS.md)
@@ -16,8 +16,8 @@ ZK_RUN = export CLOCKFLAKE_ZK_REQUIRED=1 CLOCKFLAKE_ZK_DIR=$${TMPDIR:-/tmp}/cloc
 
 test-zookeeper: setup-rust
 	$(ZK_RUN); \
-	$(CARGO) test -p clockflake-lease --lib zookeeper; \
-	$(CARGO) test -p clockflake-lease --test zookeeper --test zookeeper_outage; \
+	$(CARGO) test -p clockflake-lease --lib zookeeper && \
+	$(CARGO) test -p clockflake-lease --test zookeeper --test zookeeper_outage --test zookeeper_offline && \
 	$(CARGO) test -p clockflake-lease --test restart_storm zookeeper
 
 demo-zookeeper: setup-rust

@@ -38,7 +38,7 @@ use crate::{record, LeaseError};
 
 /// What the operating system gives us that `std` does not.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-mod sys {
+pub(crate) mod sys {
     /// `O_NOFOLLOW`: a symlink planted at a lock or temporary path is refused, not followed.
     pub fn nofollow() -> i32 {
         rustix::fs::OFlags::NOFOLLOW.bits() as i32
@@ -59,7 +59,7 @@ mod sys {
 /// Elsewhere (no `rustix` dependency): the owner of a file we create is our effective uid;
 /// symlinks are not refused and groups are not checked.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-mod sys {
+pub(crate) mod sys {
     pub fn nofollow() -> i32 {
         0
     }

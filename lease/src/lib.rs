@@ -19,8 +19,10 @@
 //! over rustls) and `sslrootcert`, and any other connection parameter of the `postgres` crate;
 //! `redis://`: `ttl` (default `10s`) and, for `rediss://`, `cacert` (a PEM file to trust
 //! instead of the system's roots); `postgres://`, `zookeeper://` and `redis://`: `max_skew`
-//! (the start-up clock check, default `5s`, `off`); `k8s://` and `env://`: `app`, `reserve`,
-//! `mode` as `file://`.
+//! (the start-up clock check, default `5s`, `off`); `zookeeper://`: `ttl`, `server`, `port`,
+//! `cache`, `takeover` (`on`, `off`: worker ids bound to their server identity) and `offline`
+//! (`cache`: start from the cache file when ZooKeeper is down, see [`ZooKeeperCoordinator`]);
+//! `k8s://` and `env://`: `app`, `reserve`, `mode` as `file://`.
 //!
 //! Cargo features: one per coordinator with a client to build, all on by default (`open`
 //! picks the coordinator from a URI at run time, from configuration). A build that needs

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use clockflake::{Error, Layout, State};
 use zookeeper_client as zk;
 
+use super::offline::merge_marks;
 use super::session::{open_options, Fault, Held};
 use super::ZooKeeperCoordinator;
 use crate::coordinator::ready_at_ms;
@@ -110,15 +111,27 @@ impl ZooKeeperCoordinator {
         Ok(false)
     }
 
-    /// `servers` nodes of other holders whose worker id is not in use, least recently used
-    /// (oldest data write) first.
+    /// `servers` nodes of other holders whose worker id is not in use and not bound to an
+    /// identity (`takeover=off`), least recently used (oldest data write) first; none when
+    /// this coordinator has `takeover=off`. The flag says whether bound worker ids were left
+    /// out.
     pub(super) fn takeover_order(
         &self,
         servers: &[ServerNode],
         in_use: &HashSet<u64>,
-    ) -> Result<Vec<u64>, LeaseError> {
+    ) -> Result<(Vec<u64>, bool), LeaseError> {
+        if !self.takeover {
+            return Ok((Vec::new(), true));
+        }
+        let bound_identities = self.bound_identities()?;
+        let bound: HashSet<u64> = servers
+            .iter()
+            .filter(|n| bound_identities.contains(&n.identity))
+            .map(|n| n.worker)
+            .collect();
         let mut by_worker: BTreeMap<u64, i64> = BTreeMap::new();
-        for node in servers.iter().filter(|n| !in_use.contains(&n.worker)) {
+        let free = |n: &&ServerNode| !in_use.contains(&n.worker) && !bound.contains(&n.worker);
+        for node in servers.iter().filter(free) {
             let path = format!("{}/{}", self.servers_dir(), node.name);
             let mtime = match self.call(|client| async move { client.check_stat(&path).await }) {
                 Ok(Some(stat)) => stat.mtime,
@@ -130,7 +143,8 @@ impl ZooKeeperCoordinator {
         }
         let mut order: Vec<(i64, u64)> = by_worker.into_iter().map(|(w, m)| (m, w)).collect();
         order.sort_unstable();
-        Ok(order.into_iter().map(|(_, w)| w).collect())
+        let skipped_bound = bound.iter().any(|w| !in_use.contains(w));
+        Ok((order.into_iter().map(|(_, w)| w).collect(), skipped_bound))
     }
 
     /// Before start-up: if every worker id this identity has is held by an instance of the same
@@ -140,7 +154,13 @@ impl ZooKeeperCoordinator {
     /// of [`crate::Coordinator::acquire`]) and takes another worker id instead, so call this first to
     /// keep the id across a crash; [`crate::open`] does. Errors are left to start-up to report.
     pub fn wait_for_predecessor(&mut self) {
-        if self.session.is_some() || self.connect().is_err() {
+        if self.session.is_some() {
+            return;
+        }
+        if let Err(error) = self.connect() {
+            if let LeaseError::CoordinatorUnavailable { reason, .. } = error {
+                self.unreachable = Some(reason);
+            }
             return;
         }
         let _ = (|| -> Result<(), LeaseError> {
@@ -190,9 +210,7 @@ impl ZooKeeperCoordinator {
             merged = Some(match merged {
                 None => state,
                 Some(mut acc) => {
-                    for (slot, mark) in acc.high_water_ms.iter_mut().zip(state.high_water_ms) {
-                        *slot = (*slot).max(mark);
-                    }
+                    merge_marks(&mut acc, &state);
                     acc
                 }
             });
@@ -239,10 +257,10 @@ impl ZooKeeperCoordinator {
                 .take(FRESH_PER_ROUND)
                 .collect();
             // 3. Every id has a node: take over one not in use, least recently used first.
-            let takeover = if fresh.is_empty() {
+            let (takeover, skipped_bound) = if fresh.is_empty() {
                 self.takeover_order(&servers, &in_use)?
             } else {
-                Vec::new()
+                (Vec::new(), false)
             };
             let candidates = own.iter().chain(&fresh).chain(&takeover).copied();
             let mut later: Vec<(u64, u64)> = Vec::new();
@@ -272,7 +290,8 @@ impl ZooKeeperCoordinator {
                     return Ok(worker);
                 }
             }
-            if !tried && (0..workers).all(|w| in_use.contains(&w)) {
+            // Every worker id in use, or bound to another identity: listing again is no use.
+            if !tried && (skipped_bound || (0..workers).all(|w| in_use.contains(&w))) {
                 return Err(LeaseError::Core(Error::WorkerPoolExhausted { workers }));
             }
         }
@@ -327,9 +346,7 @@ impl ZooKeeperCoordinator {
                             ),
                         ));
                     }
-                    for (slot, mark) in acc.high_water_ms.iter_mut().zip(state.high_water_ms) {
-                        *slot = (*slot).max(mark);
-                    }
+                    merge_marks(&mut acc, &state);
                     if stat.mtime > mtime {
                         acc.clock_seq = state.clock_seq;
                         (acc, stat.mtime)

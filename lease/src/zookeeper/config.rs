@@ -44,7 +44,10 @@ impl ZooKeeperCoordinator {
     /// Parameters: `ttl` (session timeout, 200 ms to 60 s, default 10 s; the server may
     /// negotiate it into its own `minSessionTimeout`..`maxSessionTimeout`), `server` (this
     /// server's identity, default `<ip>:<port>` with the `port` parameter, or `<ip>:<pid>`),
-    /// `port`, `cache` (an absolute path of a file remembering the last worker id), `max_skew`
+    /// `port`, `cache` (an absolute path of a file remembering the last worker id), `takeover`
+    /// (`on`, the default, or `off`: worker ids bound to their identity for good, see
+    /// [`ZooKeeperCoordinator`]), `offline` (`cache` starts from the cache file when ZooKeeper
+    /// cannot be reached; needs `takeover=off`, `cache` and an explicit `server` or `port`), `max_skew`
     /// (the start-up clock check's bound, default 5 s, `off` to skip it), and `app` when the
     /// path names no application.
     pub fn from_uri(uri: &str) -> Result<ZooKeeperCoordinator, LeaseError> {
@@ -80,6 +83,8 @@ impl ZooKeeperCoordinator {
         let mut port = None;
         let mut cache = None;
         let mut max_skew = Some(crate::coordinator::DEFAULT_MAX_SKEW);
+        let mut takeover = true;
+        let mut offline = false;
         for (key, value) in parts.query {
             match key.as_str() {
                 "app" => app = Some(value),
@@ -110,12 +115,26 @@ impl ZooKeeperCoordinator {
                     cache = Some(PathBuf::from(value));
                 }
                 "max_skew" => max_skew = crate::coordinator::parse_max_skew(uri, &value)?,
+                "takeover" => {
+                    takeover = match value.as_str() {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(invalid(uri, "takeover must be on or off")),
+                    }
+                }
+                "offline" => {
+                    offline = match value.as_str() {
+                        "cache" => true,
+                        "off" => false,
+                        _ => return Err(invalid(uri, "offline must be cache or off")),
+                    }
+                }
                 other => {
                     return Err(invalid(
                         uri,
                         format!(
                             "unknown parameter {other:?} for zookeeper:// \
-                             (expected app, ttl, server, port, cache, max_skew)"
+                             (expected app, ttl, server, port, cache, takeover, offline, max_skew)"
                         ),
                     ))
                 }
@@ -139,6 +158,32 @@ impl ZooKeeperCoordinator {
             }
             (segments, _) => format!("/{}", segments.join("/")),
         };
+        if offline {
+            // Without ZooKeeper nothing fences the cached worker id off from others: that is
+            // safe only where no process takes over another identity's worker id.
+            if takeover {
+                return Err(invalid(
+                    uri,
+                    "offline=cache needs takeover=off: a process started from its cache holds \
+                     no ZooKeeper node, so it is safe only when worker ids stay bound to their \
+                     server identity for good (no takeover of other identities' worker ids)",
+                ));
+            }
+            if cache.is_none() {
+                return Err(invalid(
+                    uri,
+                    "offline=cache needs cache=/PATH (the file the worker id and its state \
+                     record are kept in)",
+                ));
+            }
+            if identity.is_none() && port.is_none() {
+                return Err(invalid(
+                    uri,
+                    "offline=cache needs a stable server identity: set server= or port= \
+                     (the default identity <ip>:<pid> changes at every start)",
+                ));
+            }
+        }
         let hosts = hosts.join(",");
         let identity = match identity {
             Some(identity) => identity,
@@ -156,6 +201,11 @@ impl ZooKeeperCoordinator {
             identity,
             session_timeout: ttl,
             cache,
+            takeover,
+            offline,
+            cache_lock: None,
+            unreachable: None,
+            offline_worker: None,
             max_skew,
             describe,
             runtime: None,
@@ -195,6 +245,11 @@ mod tests {
         let c = ZooKeeperCoordinator::from_uri("zookeeper://h:1/ids/prod/orders").unwrap();
         assert_eq!(c.root(), "/ids/prod/orders");
         assert_eq!(code("zookeeper://h:1"), "OK");
+        let c = ZooKeeperCoordinator::from_uri(
+            "zookeeper://h:1/snowflake/a?offline=cache&takeover=off&cache=/c&port=80",
+        )
+        .unwrap();
+        assert!(c.offline && !c.takeover);
         for bad in [
             "zookeeper://",
             "zookeeper://:2181/snowflake/a",
@@ -210,6 +265,12 @@ mod tests {
             "zookeeper://h:1/snowflake/a?server=x/y",
             "zookeeper://h:1/snowflake/a?server=",
             "zookeeper://h:1/snowflake/a?cache=relative",
+            "zookeeper://h:1/snowflake/a?takeover=no",
+            "zookeeper://h:1/snowflake/a?offline=yes",
+            "zookeeper://h:1/snowflake/a?offline=cache&cache=/c&server=a",
+            "zookeeper://h:1/snowflake/a?offline=cache&takeover=on&cache=/c&server=a",
+            "zookeeper://h:1/snowflake/a?offline=cache&takeover=off&server=a",
+            "zookeeper://h:1/snowflake/a?offline=cache&takeover=off&cache=/c",
         ] {
             assert_eq!(code(bad), "INVALID_URI", "{bad}");
         }

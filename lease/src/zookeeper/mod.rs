@@ -13,10 +13,12 @@ mod address;
 mod cache;
 mod claim;
 mod config;
+mod offline;
 mod renewal;
 mod session;
 
 use claim::parse_server;
+use offline::merge_marks;
 use session::{open_options, Fault, Held, Session};
 
 /// The default session timeout (and so lease TTL) of `zookeeper://`.
@@ -66,6 +68,36 @@ pub const DEFAULT_ROOT: &str = "/snowflake";
 /// (measured from when its last renewal was sent) passes before the server can expire the
 /// session and delete `instances/<worker>`.
 ///
+/// # Bound worker ids (`takeover=off`)
+/// With `takeover=off` a server identity takes no other identity's worker id (step 3 is
+/// skipped: with every worker id named, start-up refuses with `WORKER_POOL_EXHAUSTED`), and
+/// marks its own as bound to it for good with a persistent `bound/<identity>` node: every
+/// process of the application, whatever its own `takeover`, then leaves that identity's worker
+/// ids out of step 3. The binding is released only by deleting the node by hand.
+///
+/// # Offline start (`offline=cache`)
+/// The design documents' "start from a locally cached worker id when ZooKeeper is down",
+/// opt-in, and allowed only with `takeover=off`, `cache=PATH` and a stable identity (`server=`
+/// or `port=`); anything else is `INVALID_URI`. With it:
+/// - `PATH.lock` is locked while a worker id is held, online or offline (a second process of
+///   the identity with the same cache is refused, `COORDINATOR_UNAVAILABLE`);
+/// - online, the cache holds the worker id and its state record, written (0600, atomic
+///   rename, fsync) at start-up and before every reservation is written to ZooKeeper, so it
+///   is never behind what ZooKeeper holds; start-up raises the adopted record to the cache's
+///   marks;
+/// - when ZooKeeper cannot be reached at start-up (the connection fails within the session
+///   timeout), the generator starts from the cache: its worker id and record, no deadline (as
+///   `file://`: the lock lasts as long as the process), every reservation written to the
+///   cache only, no start-up clock check. It stays offline for its lifetime and never
+///   contacts ZooKeeper; the next start with ZooKeeper up raises ZooKeeper's record to the
+///   cache's marks, so it continues above every id issued offline.
+///
+/// Why no other process can hold the cached worker id meanwhile: no process takes over a bound
+/// identity's worker id, a server identity's worker ids are named by its `servers` nodes, so
+/// no other identity is given them as never-used, and a second process of the identity on
+/// this host meets the lock. What remains is the operator's promise, as for `file://`: one
+/// host per identity, and every process of an identity with the same cache path.
+///
 ///
 /// The client (`zookeeper-client`) is async; every coordinator runs it on a private tokio
 /// runtime with one worker thread and waits on a channel, so callers need no runtime (and may
@@ -76,6 +108,18 @@ pub struct ZooKeeperCoordinator {
     identity: String,
     session_timeout: Duration,
     cache: Option<PathBuf>,
+    /// `takeover=on` (the default): start-up step 3 may take over another identity's worker
+    /// id; `off`: worker ids stay bound to their identity (`bound/<identity>`).
+    takeover: bool,
+    /// `offline=cache`: start from the cache file when ZooKeeper cannot be reached.
+    offline: bool,
+    /// `offline=cache`: the lock on `PATH.lock`, held while a worker id is.
+    cache_lock: Option<std::fs::File>,
+    /// `offline=cache`: why ZooKeeper could not be reached before start-up (so start-up does
+    /// not wait for it a second time).
+    unreachable: Option<String>,
+    /// The worker id held from the cache, without ZooKeeper (`offline=cache`).
+    offline_worker: Option<u64>,
     max_skew: Option<Duration>,
     describe: String,
     runtime: Option<tokio::runtime::Runtime>,
@@ -104,6 +148,20 @@ impl ZooKeeperCoordinator {
         self.session.as_ref().map(|s| s.id)
     }
 
+    /// The worker id held, through ZooKeeper or from the cache.
+    fn held_worker(&self) -> Option<u64> {
+        self.held
+            .as_ref()
+            .map(|held| held.worker_id)
+            .or(self.offline_worker)
+    }
+
+    /// Whether this coordinator holds its worker id from the cache, without ZooKeeper
+    /// (`offline=cache`).
+    pub fn is_offline(&self) -> bool {
+        self.offline_worker.is_some()
+    }
+
     pub(super) fn unavailable(&self, reason: impl std::fmt::Display) -> LeaseError {
         LeaseError::unavailable(&self.describe, reason)
     }
@@ -125,15 +183,41 @@ impl Coordinator for ZooKeeperCoordinator {
     fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {
         // Start-up always runs on a new session: a lost one is never revived.
         self.close_session();
-        self.connect()?;
+        self.offline_worker = None;
+        if self.offline {
+            self.lock_cache()?;
+        }
+        let connected = match self.unreachable.take() {
+            Some(reason) if self.offline => Err(self.unavailable(reason)),
+            _ => self.connect(),
+        };
+        if let Err(error) = connected {
+            if self.offline && error.code() == "COORDINATOR_UNAVAILABLE" {
+                return self.acquire_offline(layout, error);
+            }
+            self.unlock_cache();
+            return Err(error);
+        }
         let result = self.ensure_dirs().and_then(|()| {
             let worker = self.claim(layout, now_ms)?;
             let state = self.adopt(worker)?;
+            if !self.takeover {
+                self.mark_bound()?;
+            }
+            let state = self.with_cached_marks(worker, state)?;
+            if self.offline {
+                // Before any id: an offline start relies on the cache's record.
+                self.write_cache(worker, state.as_ref())
+                    .map_err(|error| self.unavailable(format!("write the cache file: {error}")))?;
+            }
             Ok((worker, state))
         });
         match result {
             Ok((worker_id, state)) => {
-                self.write_cache(worker_id);
+                if !self.offline {
+                    // A speed-up only: a failed write costs a listing at the next start.
+                    let _ = self.write_cache(worker_id, None);
+                }
                 let ttl = self.session.as_ref().map(|s| s.timeout);
                 Ok(Grant {
                     worker_id,
@@ -143,33 +227,45 @@ impl Coordinator for ZooKeeperCoordinator {
             }
             Err(error) => {
                 self.close_session();
+                self.unlock_cache();
                 Err(error)
             }
         }
     }
 
     fn renew(&mut self, state: &State) -> Result<(), LeaseError> {
+        // offline=cache: the cache first, so it never lags behind what ZooKeeper holds.
+        if let Some(worker) = self.held_worker().filter(|_| self.offline) {
+            self.write_cache(worker, Some(state))
+                .map_err(|error| self.unavailable(format!("write the cache file: {error}")))?;
+        }
+        if self.offline_worker.is_some() {
+            return Ok(());
+        }
         self.write_fenced(record::encode(state).into_bytes())
     }
 
     fn release(&mut self, state: Option<&State>) -> Result<(), LeaseError> {
         let mut result = Ok(());
-        if let Some(state) = state {
-            if self.held.is_some() {
-                result = self.write_fenced(record::encode(state).into_bytes());
-            }
+        if let Some(state) = state.filter(|_| self.held_worker().is_some()) {
+            result = self.renew(state);
         }
         if let Some(held) = &self.held {
             let path = held.instance_path.clone();
             let _ = self.call(|client| async move { client.delete(&path, Some(0)).await });
         }
         self.close_session();
+        self.offline_worker = None;
+        self.unlock_cache();
         result
     }
 
     /// The server's clock: the `mtime` ZooKeeper gives the `clock` node when this session
     /// writes it (created on first use), one round trip on the grant's session.
     fn server_time_ms(&mut self) -> Result<Option<u64>, LeaseError> {
+        if self.offline_worker.is_some() {
+            return Ok(None); // started from the cache: no server to ask
+        }
         let path = format!("{}/clock", self.root);
         let data = self.identity.clone().into_bytes();
         let written = self.call(|client| async move {
@@ -222,9 +318,7 @@ impl Coordinator for ZooKeeperCoordinator {
                 found = Some(match found {
                     None => state,
                     Some(mut acc) => {
-                        for (slot, mark) in acc.high_water_ms.iter_mut().zip(state.high_water_ms) {
-                            *slot = (*slot).max(mark);
-                        }
+                        merge_marks(&mut acc, &state);
                         acc
                     }
                 });
