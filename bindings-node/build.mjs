@@ -7,6 +7,7 @@
 // synchronously: no .wasm file to locate, no bundler configuration, no `await init()`.
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { deflateRawSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,7 +30,28 @@ const inlineWasm = {
     });
   },
 };
-const common = { bundle: true, logLevel: 'warning', loader: { '.wasm': 'binary' }, legalComments: 'none', plugins: [inlineWasm] };
+const WASM = join(here, '../bindings-wasm/pkg/web/clockflake_wasm_bg.wasm');
+
+/** `clockflake:wasm`: the engine's bytes, plain (`deflated` false) or deflated + inflated at load. */
+const wasmModule = (deflated) => ({
+  name: 'wasm-bytes',
+  setup(builder) {
+    builder.onResolve({ filter: /^clockflake:wasm$/ }, () => ({ path: 'wasm', namespace: 'clockflake' }));
+    builder.onLoad({ filter: /^wasm$/, namespace: 'clockflake' }, () => {
+      if (!deflated) return { contents: `import bytes from ${JSON.stringify(WASM)};\nexport const wasmBytes = bytes;`, loader: 'js', resolveDir: here };
+      const bytes = readFileSync(WASM);
+      const packed = deflateRawSync(bytes, { level: 9 }).toString('base64');
+      return {
+        contents: `import { inflateRaw } from './js/inflate.js';
+export const wasmBytes = inflateRaw(Uint8Array.from(atob(${JSON.stringify(packed)}), (c) => c.charCodeAt(0)), ${bytes.length});`,
+        loader: 'js',
+        resolveDir: here,
+      };
+    });
+  },
+});
+const common = { bundle: true, logLevel: 'warning', loader: { '.wasm': 'binary' }, legalComments: 'none', plugins: [inlineWasm, wasmModule(false)] };
+const browserPlugins = [inlineWasm, wasmModule(true)];
 
 rmSync(lib, { recursive: true, force: true });
 mkdirSync(lib);
@@ -45,7 +67,7 @@ await build({
 });
 copyFileSync(join(here, 'js/index.mjs'), join(lib, 'index.mjs'));
 for (const [format, file] of [['esm', 'browser.mjs'], ['cjs', 'browser.cjs']]) {
-  await build({ ...common, entryPoints: [join(here, 'js/default.js')], outfile: join(lib, file), format, platform: 'neutral', target: 'es2020' });
+  await build({ ...common, plugins: browserPlugins, entryPoints: [join(here, 'js/default.js')], outfile: join(lib, file), format, platform: 'neutral', target: 'es2020' });
 }
 
 // The decode-only entry carries the preset layouts as the core describes them.

@@ -159,7 +159,7 @@ export declare class ClockflakeError extends Error {
  * `esnext.disposable` lib, or @types/node), so `using gen = Generator.open(...)` type-checks;
  * nothing where it does not, so these types compile with or without either.
  */
-type DisposeMethod = SymbolConstructor extends { readonly dispose: infer D extends symbol } ? { [K in D]: () => void } : {};
+type DisposeMethod = SymbolConstructor extends { readonly dispose: infer D extends symbol } ? { [K in D]: () => void } : Record<never, never>;
 
 /**
  * Generates ids for one worker id. One per thread: a `Generator` cannot be shared with a worker

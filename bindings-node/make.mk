@@ -2,17 +2,21 @@
 #   make setup-node   node + npm dev dependencies (npm ci, only when missing or stale)
 #   make build-node   release build of the native module (+ generated loader binding.js)
 #   make lint-node    rustfmt + clippy of the native crate
+#   make lint-js      biome over the JS/TS of bindings-node and bindings-wasm
 #   make test-node    lint-node, then node --test: vectors (ids and public ids), API, errors, bad inputs,
 #                     1M ids, rollbacks, threads, leases (file://, cluster, worker_threads, PostgreSQL),
 #                     PublicIds, tsc, npm pack
 #   make demo-node    prints a few ids with their decoded fields
 #   make bench-node   benchmark against npm peers (installed into bench/ only here)
+#   make test-node-smoke  the packed tarballs installed as users do: Node ESM/CJS with and without the
+#                     native package, Bun, Deno, Vite and esbuild pages in headless Chromium, bundle sizes
+#   make dist-js      dist/clockflake-<version>.tgz and dist/clockflake-<platform>-<version>.tgz (npm pack)
 NODE_DIR := $(ROOT)/bindings-node
 # package.json "overrides" pins three helpers of @napi-rs/cli (lzma, tar, wasm-tools) one release
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node build-node lint-node test-node demo-node bench-node setup-bench-node
+.PHONY: setup-node build-node lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -30,9 +34,16 @@ lint-node: setup-rust
 	$(CARGO) fmt -p clockflake-node --check
 	$(CARGO) clippy -p clockflake-node --no-deps -- -D warnings
 
+# Biome (pinned in package.json) lints the JavaScript and TypeScript of bindings-node and
+# bindings-wasm (recommended rules, warnings are errors; its formatter is off: the sources keep
+# their hand formatting).
+lint-js: setup-node
+	cd $(NODE_DIR) && node_modules/.bin/biome lint --error-on-warnings .
+	cd $(ROOT)/bindings-wasm && $(NODE_DIR)/node_modules/.bin/biome lint --error-on-warnings .
+
 # The PostgreSQL lease tests need a server: a throwaway one in a temp dir (PostgreSQL 15 from apt
 # if missing, as test-lease does), stopped afterwards whatever happens.
-test-node: build-node lint-node
+test-node: build-node lint-node lint-js
 	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-node-pg.XXXXXX); \
 	trap '$(ROOT)/scripts/postgres.sh stop' EXIT; \
 	$(ROOT)/scripts/postgres.sh start; \
@@ -46,9 +57,25 @@ setup-bench-node: setup-node
 	@cd $(NODE_DIR)/bench && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
 	  npm ci --no-audit --no-fund; fi
 
+# Before and after in one run: the package's JavaScript as it was before the wasm engine
+# (43d5f1b, over the napi engine, whose exports the addon still has) runs beside the current one.
 bench-node: build-node setup-bench-node
+	cd $(NODE_DIR) && git show 43d5f1b:bindings-node/index.js | sed "s#require('./binding.js')#require('../binding.js')#" > bench/native-engine.cjs
 	cd $(NODE_DIR) && node bench/bench.mjs --write-benchmarks $(ROOT)/BENCHMARKS.md
 
+# Bun and Deno come from the npm packages that carry their binaries, Vite, esbuild and
+# playwright-core (driving /usr/bin/chromium: never a browser download) from smoke/'s lock.
+setup-node-smoke: setup-node setup-wasm-chromium
+	@cd $(NODE_DIR)/smoke && if ! cmp -s package-lock.json node_modules/.installed-lock.json; then \
+	  npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json; fi
+
+test-node-smoke: build-node setup-node-smoke
+	cd $(NODE_DIR) && CHROMIUM=$(CHROMIUM) node smoke/run.mjs
+
+dist-js: build-node
+	cd $(NODE_DIR) && node dist.mjs $(DIST_DIR)
+
 DEMO_TARGETS += demo-node
-TEST_TARGETS += test-node
+TEST_TARGETS += test-node test-node-smoke
+DIST_TARGETS += dist-js
 BENCH_TARGETS += bench-node

@@ -38,6 +38,18 @@ process.on('exit', () => {
   rmSync(leaseDir, { recursive: true, force: true });
 });
 
+/**
+ * The package as it was before the wasm engine (its napi JavaScript, bench/native-engine.cjs,
+ * written by `make bench-node` from git), for before/after in one run; skipped when absent.
+ */
+let nativeEngine = null;
+try {
+  nativeEngine = require('./native-engine.cjs');
+} catch {
+  nativeEngine = null;
+}
+const nativeGen = nativeEngine === null ? null : new nativeEngine.Generator({ workerId: 8 });
+
 function implementations() {
   const gen = new clockflake.Generator({ workerId: 7 });
   const sapphire = new SapphireSnowflake(EPOCH);
@@ -56,6 +68,16 @@ function implementations() {
       decode: (id) => clockflake.decode(id),
       batch: (n) => leased.nextIds(n),
     },
+    ...(nativeEngine === null
+      ? []
+      : [
+          {
+            name: 'clockflake before (napi engine, main at 43d5f1b)',
+            next: () => nativeGen.nextId(),
+            decode: (id) => nativeEngine.decode(id),
+            batch: (n) => nativeGen.nextIds(n),
+          },
+        ]),
     { name: '@sapphire/snowflake', next: () => sapphire.generate(), decode: (id) => sapphire.deconstruct(id) },
     { name: 'snowflakify', next: () => snowflakify.nextId(), decode: (id) => snowflakify.destructure(id) },
     {
@@ -78,6 +100,7 @@ const median = (values) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
+// biome-ignore lint/correctness/noUnusedVariables: written to keep the benchmarked results alive
 let sink;
 
 function sustained(impl, seconds = 1) {
@@ -118,7 +141,10 @@ function burst(fn, bursts = 300) {
   return median(samples);
 }
 
-/** One call just after the ms changes (the cost a caller needing one id now and then pays), timer cost subtracted. */
+/**
+ * One call just after the ms changes (the cost a caller needing one id now and then pays), timer
+ * cost subtracted: { median, p99 } in ns.
+ */
 function firstCall(fn, samples = 300) {
   const took = [];
   const timer = [];
@@ -131,7 +157,9 @@ function firstCall(fn, samples = 300) {
     took.push(Number(t1 - t0));
     timer.push(Number(t2 - t1));
   }
-  return Math.max(0, median(took) - median(timer));
+  const timerCost = median(timer);
+  const sorted = took.map((t) => Math.max(0, t - timerCost)).sort((a, b) => a - b);
+  return { median: median(sorted), p99: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] };
 }
 
 function decodeCost(impl, passes = 300) {
@@ -160,7 +188,7 @@ function batchCost(impl, bursts = 300) {
 
 const results = new Map(); // name -> { rate: [], duplicates: [], raw: [], decode: [], batch: [] }
 const impls = implementations();
-for (const impl of impls) results.set(impl.name, { rate: [], duplicates: [], dupShare: [], cpuShare: [], raw: [], first: [], decode: [], batch: [] });
+for (const impl of impls) results.set(impl.name, { rate: [], duplicates: [], dupShare: [], cpuShare: [], raw: [], first: [], firstP99: [], decode: [], batch: [] });
 const dateNow = [];
 const codec = new clockflake.PublicIds(1, Buffer.from('clockflake-bench'));
 const publicCost = { encode: [], decode: [], encodeText: [], decodeText: [] };
@@ -205,7 +233,9 @@ for (let run = 0; run < RUNS; run++) {
     r.dupShare.push(s.duplicates / s.count);
     r.cpuShare.push(s.cpuShare);
     r.raw.push(burst(impl.next));
-    r.first.push(firstCall(impl.next));
+    const first = firstCall(impl.next);
+    r.first.push(first.median);
+    r.firstP99.push(first.p99);
     r.decode.push(decodeCost(impl));
     if (impl.batch) r.batch.push(batchCost(impl));
   }
@@ -219,14 +249,16 @@ const ours = results.get('clockflake');
 const ourRaw = median(ours.raw);
 const ourDecode = median(ours.decode);
 const rows = [];
-rows.push('| package | sustained ids/s | % of 4,096,000 | CPU share | duplicates in 1 s (median, share) | raw ns/call | clockflake raw is | first call of a ms, ns | decode ns | clockflake decode is |');
+rows.push(
+  '| package | sustained ids/s | % of 4,096,000 | CPU share | duplicates in 1 s (median, share) | raw ns/call | clockflake raw is | first call of a ms, ns (median / p99) | decode ns | clockflake decode is |',
+);
 rows.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const [name, r] of results) {
   const raw = median(r.raw);
   const decode = median(r.decode);
   const ratio = (theirs, mine) => (name === 'clockflake' ? '-' : `${fmt(theirs / mine, 2)}x faster`);
   rows.push(
-    `| ${name} | ${Math.round(median(r.rate)).toLocaleString('en-US')} | ${fmt((100 * median(r.rate)) / CAP, 2)}% | ${fmt(100 * median(r.cpuShare), 0)}% | ${median(r.duplicates).toLocaleString('en-US')} (${fmt(100 * median(r.dupShare), 1)}%) | ${fmt(raw)} | ${ratio(raw, ourRaw)} | ${fmt(median(r.first), 0)} | ${fmt(decode)} | ${ratio(decode, ourDecode)} |`,
+    `| ${name} | ${Math.round(median(r.rate)).toLocaleString('en-US')} | ${fmt((100 * median(r.rate)) / CAP, 2)}% | ${fmt(100 * median(r.cpuShare), 0)}% | ${median(r.duplicates).toLocaleString('en-US')} (${fmt(100 * median(r.dupShare), 1)}%) | ${fmt(raw)} | ${ratio(raw, ourRaw)} | ${fmt(median(r.first), 0)} / ${fmt(median(r.firstP99), 0)} | ${fmt(decode)} | ${ratio(decode, ourDecode)} |`,
   );
 }
 const batch = median(ours.batch);
@@ -235,8 +267,8 @@ const leaseRaw = median(lease.raw);
 const summary = [
   `- clockflake \`nextIds(1000)\` just after a tick: **${fmt(batch, 2)} ns per id** (${fmt((batch / ourRaw) * 100, 0)}% of one \`nextId()\` call).`,
   `- \`Date.now()\` alone, same bursts: ${fmt(median(dateNow))} ns per call; clockflake's \`nextId()\` costs ${fmt(ourRaw - median(dateNow))} ns on top of it.`,
-  `- clockflake leased (\`Generator.open('file://...')\`): raw ${fmt(leaseRaw)} ns per \`nextId()\` against ${fmt(ourRaw)} ns static (${leaseRaw >= ourRaw ? '+' : ''}${fmt(leaseRaw - ourRaw)} ns: the same JavaScript block path, each block taken through the lease's deadline and reservation checks; the first id of a ms is one plain native call, checked like any id); first call of a ms ${fmt(median(lease.first), 0)} ns against ${fmt(median(ours.first), 0)} ns; \`nextIds(1000)\` ${fmt(median(lease.batch), 2)} ns per id; sustained ${fmt((100 * median(lease.rate)) / CAP, 2)}% of the cap, duplicates in every run: ${lease.duplicates.join(', ')}.`,
-  `- \`PublicIds\` (native calls): encode ${fmt(median(publicCost.encode))} ns, decode ${fmt(median(publicCost.decode))} ns, encodeText ${fmt(median(publicCost.encodeText))} ns, decodeText ${fmt(median(publicCost.decodeText))} ns per id.`,
+  `- clockflake leased (\`Generator.open('file://...')\`): raw ${fmt(leaseRaw)} ns per \`nextId()\` against ${fmt(ourRaw)} ns static (${leaseRaw >= ourRaw ? '+' : ''}${fmt(leaseRaw - ourRaw)} ns: JavaScript serves per-tick blocks, each taken from the native addon through the lease's deadline and reservation checks; the first id of a ms is one plain native call, checked like any id); first call of a ms ${fmt(median(lease.first), 0)} ns against ${fmt(median(ours.first), 0)} ns; \`nextIds(1000)\` ${fmt(median(lease.batch), 2)} ns per id; sustained ${fmt((100 * median(lease.rate)) / CAP, 2)}% of the cap, duplicates in every run: ${lease.duplicates.join(', ')}.`,
+  `- \`PublicIds\` (wasm calls): encode ${fmt(median(publicCost.encode))} ns, decode ${fmt(median(publicCost.decode))} ns, encodeText ${fmt(median(publicCost.encodeText))} ns, decodeText ${fmt(median(publicCost.decodeText))} ns per id.`,
   `- clockflake sustained per run: ${ours.rate.map((r, i) => `${fmt((100 * r) / CAP, 2)}% (CPU ${fmt(100 * ours.cpuShare[i], 0)}%)`).join(', ')}; duplicates in every run: ${ours.duplicates.join(', ')}.`,
 ];
 const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
@@ -255,7 +287,8 @@ const section = [
   'What the columns measure: *sustained* is a tight `nextId()` loop for 1 s, every id kept and checked for duplicates; ' +
     'the default layout allows 4,096 ids per ms per worker, so 4,096,000 ids/s is the cap, and a generator above it is issuing duplicates or borrowing future time. ' +
     '*raw* is the cost per call in bursts of 1,000 calls started just after the millisecond changes (below the cap, so nothing waits); ' +
-    '*first call of a ms* is one call just after the millisecond changes, the timer cost subtracted (what a caller needing an id now and then pays; clockflake goes to the core there); ' +
+    '*first call of a ms* is one call just after the millisecond changes, the timer cost subtracted, median and 99th percentile of 300 (what a caller needing an id now and then pays); ' +
+    'a fixed-worker-id clockflake generator runs on the wasm engine (one wasm call per id), the leased one on the native addon; *clockflake before* is the napi engine of the package before the two were unified, run from the same build. ' +
     '*decode* is one id to its parts (clockflake `decode`, sapphire `deconstruct`, snowflakify `destructure`, nodejs-snowflake `timestampFromID` + `instanceIDFromID`, uuidv7 `UUID.parse`). ' +
     'uuidv7 ids are 128-bit strings, not 64-bit integers: listed for scale. *CPU share* is the CPU time of the process over the wall time of that loop (all generators spin or compute the whole second): on this shared 2-core machine other processes take whole milliseconds, and a millisecond the process is off the CPU is a millisecond of ids lost to every generator alike.',
 ].join('\n');

@@ -2,7 +2,7 @@
 // that read ids and make none. The same `decode` as the full package, with the same codes and
 // messages (core's, rebuilt by messages.js); the preset layouts come from the core at build
 // time. A custom layout is given as a `describeLayout()` result of the full package.
-import { formatMessage } from '../../bindings-wasm/js/messages.js';
+import { UNKNOWN_LAYOUT_MESSAGE, invalidIdMessage } from '../../bindings-wasm/js/messages.js';
 import { ClockflakeError, typeError } from './errors.js';
 import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';
 
@@ -15,7 +15,7 @@ const TWO_64 = 1n << 64n;
 /** Every preset layout by name, as the full package's `layouts` describes it. */
 export const layouts = Object.freeze(
   Object.fromEntries(
-    // biome-ignore lint/correctness/noUndeclaredVariables: defined at build time from the core
+    // PRESETS: defined at build time from the core (build.mjs).
     PRESETS.map((info) =>
       [info.name, Object.freeze({ ...info, fields: Object.freeze(info.fields.map((f) => Object.freeze({ ...f }))), maxId: BigInt(info.maxId), fingerprint: BigInt(info.fingerprint) })],
     ),
@@ -43,7 +43,7 @@ function decoderOf(info) {
 }
 
 function invalidId(kind, a = 0n, b = 0n) {
-  return new ClockflakeError('INVALID_ID', formatMessage('INVALID_ID', kind, [a, b, 0n, 0n]));
+  return new ClockflakeError('INVALID_ID', invalidIdMessage(kind, [a, b]));
 }
 
 /** Core's `parse_id`: the same refusals in the same order. */
@@ -62,7 +62,7 @@ export function decode(id, layout = 'clockseq') {
   let info;
   if (typeof layout === 'string') {
     info = layouts[layout];
-    if (info === undefined) throw new ClockflakeError('UNKNOWN_LAYOUT', formatMessage('UNKNOWN_LAYOUT', 0, []));
+    if (info === undefined) throw new ClockflakeError('UNKNOWN_LAYOUT', UNKNOWN_LAYOUT_MESSAGE);
   } else if (layout !== null && typeof layout === 'object' && Array.isArray(layout.fields) && typeof layout.maxId === 'bigint') {
     info = layout;
   } else {

@@ -1,9 +1,10 @@
 // The wasm engine: core compiled to WebAssembly (bindings-wasm), instantiated synchronously
-// from bytes inlined in this module, so that no runtime and no bundler has to fetch or locate
-// a .wasm file. Every function here takes plain numbers/bigints/strings already checked by
+// from bytes inlined in the bundle (`clockflake:wasm`, provided by build.mjs: plain bytes for
+// Node, deflated bytes inflated at load for browsers, where size counts), so that no runtime
+// and no bundler has to fetch or locate a .wasm file. Every function here takes plain numbers/bigints/strings already checked by
 // api.js, and throws the core's refusal as a ClockflakeError with core's code and message
 // (rebuilt by messages.js; its test compares it with core's own output).
-import wasmBytes from '../../bindings-wasm/pkg/web/clockflake_wasm_bg.wasm';
+import { wasmBytes } from 'clockflake:wasm';
 import {
   decode as wasm_decode,
   decode_split as wasm_decode_split,

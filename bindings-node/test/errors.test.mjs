@@ -18,7 +18,6 @@ const KEY = new Uint8Array(16).fill(7);
 const twitter = native.presetLayout('twitter');
 const clockseq = native.presetLayout('clockseq');
 const nativeGenerator = (layout, workerId, policy) => native.createGenerator(layout, workerId, policy);
-const custom = { fields: [{ name: 'timestamp', bits: 41 }, { name: 'sequence', bits: 1 }], unitMs: 86_400_000, epochMs: 0 };
 
 /** [name, through the API, through the native addon] */
 const CASES = [

@@ -71,7 +71,7 @@ test('PublicIds: typos and unknown versions are errors, never a wrong id', () =>
       throwsCoded(() => codec.decodeText(typo), 'INVALID_PUBLIC_ID');
     }
   }
-  throwsCoded(() => codec.decodeText('2' + text.slice(1)), 'INVALID_PUBLIC_ID');
+  throwsCoded(() => codec.decodeText(`2${text.slice(1)}`), 'INVALID_PUBLIC_ID');
 });
 
 const codec = new PublicIds(1, KEY1);

@@ -14,6 +14,14 @@ function debugChar(codePoint) {
   return hidden ? `'\\u{${codePoint.toString(16)}}'` : `'${c}'`;
 }
 
+/** Core's message of an `INVALID_ID` of this sub-kind (exported for the decode-only entry). */
+export function invalidIdMessage(kind, fields) {
+  return `invalid id: ${invalidId(kind, fields)}`;
+}
+
+/** Core's message of `UNKNOWN_LAYOUT`. */
+export const UNKNOWN_LAYOUT_MESSAGE = 'unknown layout: expected one of clockseq, twitter, discord, sonyflake, baidu, js53';
+
 function invalidId(kind, [a, b]) {
   switch (kind) {
     case 0: return 'expected a decimal integer, found an empty string';
@@ -73,9 +81,9 @@ export function formatMessage(code, kind, f) {
   if (kind === 255) return code.toLowerCase().replaceAll('_', ' ');
   const [a, b, c] = f;
   switch (code) {
-    case 'INVALID_ID': return `invalid id: ${invalidId(kind, f)}`;
+    case 'INVALID_ID': return invalidIdMessage(kind, f);
     case 'INVALID_LAYOUT': return `invalid layout: ${layoutProblem(kind, f)}`;
-    case 'UNKNOWN_LAYOUT': return 'unknown layout: expected one of clockseq, twitter, discord, sonyflake, baidu, js53';
+    case 'UNKNOWN_LAYOUT': return UNKNOWN_LAYOUT_MESSAGE;
     case 'UNKNOWN_POLICY': return 'unknown rollback policy: expected one of clock-sequence, wait, logical, fail';
     case 'WORKER_ID_OUT_OF_RANGE': return `worker id out of range: expected 0..=${b} for this layout, found ${a}`;
     case 'TIMESTAMP_OUT_OF_RANGE': return `timestamp out of range: expected ${b}..=${c} Unix ms for this layout, found ${a}`;

@@ -242,5 +242,7 @@ test('many codecs keep working side by side', () => {
   }
   const texts = codecs.map((codec) => codec.encodeText(1n));
   assert.equal(new Set(texts).size, 3000);
-  codecs.forEach((codec, i) => assert.equal(codec.decodeText(texts[i]), 1n));
+  codecs.forEach((codec, i) => {
+    assert.equal(codec.decodeText(texts[i]), 1n);
+  });
 });
