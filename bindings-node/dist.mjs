@@ -17,6 +17,10 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const out = resolve(process.argv[2] ?? join(root, 'dist'));
 const pkg = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8'));
+// One version: the workspace's (Cargo.toml), which package.json and napi's loader must repeat.
+const cargoVersion = /\[workspace\.package\][^[]*?\nversion\s*=\s*"([^"]+)"/.exec(readFileSync(join(root, 'Cargo.toml'), 'utf8'))?.[1];
+if (cargoVersion !== pkg.version) throw new Error(`package.json version ${pkg.version} differs from the workspace's ${cargoVersion} (Cargo.toml)`);
+if (!readFileSync(join(here, 'binding.js'), 'utf8').includes(`expected ${pkg.version} but got`)) throw new Error('binding.js expects another version: rebuild');
 const LICENSES = ['LICENSE-MIT', 'LICENSE-APACHE'].filter((name) => existsSync(join(root, name)));
 
 /** napi-rs's platform names and the npm fields that select them. */

@@ -16,7 +16,7 @@ NODE_DIR := $(ROOT)/bindings-node
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node build-node lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js
+.PHONY: setup-node build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -26,8 +26,11 @@ setup-node:
 
 # The package's JavaScript (lib/, from js/ with the wasm engine inlined) and the native addon
 # (leases only, loaded lazily by Generator.open).
-build-node: setup-node setup-rust build-wasm
+build-node: setup-node setup-rust build-js
 	cd $(NODE_DIR) && npx napi build --platform --release --js binding.js --dts binding.d.ts
+
+# lib/ only: the package's JavaScript with the wasm engine inlined (what the ID inspector loads).
+build-js: setup-node build-wasm
 	cd $(NODE_DIR) && node build.mjs
 
 lint-node: setup-rust

@@ -1,4 +1,6 @@
-# bindings-wasm: the browser package (wasm-bindgen), its Node test build, and the ID inspector page.
+# bindings-wasm: the wasm engine (wasm-bindgen) that the npm package clockflake (bindings-node/) inlines,
+# its raw JS wrapper (js/, for its own tests and benchmarks), and the ID inspector page (www/, which
+# loads the clockflake package's browser build).
 #   make build-wasm   .wasm + pkg/web (browser ES module, `await init()`) + pkg/node (tests)
 #   make test-wasm    shared vectors + API tests in Node, then the page in headless Chromium
 #   make bench-wasm   decode / nextId / sustained rate in Node and Chromium vs nodejs-snowflake
@@ -43,7 +45,7 @@ build-wasm: setup-rust setup-wasm-bindgen
 	  echo "clockflake_wasm_bg.wasm: $$size bytes ($$(( (size + 1023) / 1024 )) KiB; budget 32 KiB)"; \
 	  test $$size -le 32768 || { echo "over the 32 KiB budget"; exit 1; }
 
-test-wasm: build-wasm setup-wasm-npm setup-wasm-chromium
+test-wasm: build-wasm build-js setup-wasm-npm setup-wasm-chromium
 	$(CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
 	cd $(WASM_DIR) && node_modules/.bin/tsc -p tests/types
 	$(CARGO) run -q -p clockflake-wasm --example messages > $(WASM_DIR)/pkg/core-messages.jsonl
@@ -55,7 +57,7 @@ bench-wasm: build-wasm setup-wasm-npm setup-wasm-chromium
 	  npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json; fi
 	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node bench/run.mjs
 
-serve-wasm: build-wasm
+serve-wasm: build-wasm build-js
 	cd $(WASM_DIR) && node www/serve.mjs --port $(WASM_PORT)
 
 serve: serve-wasm

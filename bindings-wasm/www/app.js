@@ -1,5 +1,5 @@
 // The ID inspector: decodes pasted ids and generates new ones, all in the page (WebAssembly).
-import init, * as clockflake from '/pkg/web/index.js';
+import * as clockflake from '/clockflake/browser.mjs';
 
 const started = performance.now();
 const $ = (id) => document.getElementById(id);
@@ -169,7 +169,6 @@ function generate() {
   }
 }
 
-await init();
 for (const name of Object.keys(clockflake.layouts)) $('layout').add(new Option(name, name));
 $('layout').add(new Option('custom…', 'custom'));
 $('layout').addEventListener('change', () => {

@@ -20,8 +20,10 @@ const TYPES = {
   '.ts': 'text/plain; charset=utf-8',
 };
 
-// URL prefix -> directory. The page imports ../pkg/web/, so both live under one origin.
+// URL prefix -> directory. The page imports the clockflake package's browser build
+// (bindings-node/lib, `make build-js`); the bench pages use pkg/web; all under one origin.
 const MOUNTS = [
+  ['/clockflake/', join(ROOT, 'bindings-node', 'lib')],
   ['/pkg/web/', join(WASM_DIR, 'pkg', 'web')],
   ['/vectors/', join(ROOT, 'tests', 'vectors')],
   ['/harness/', join(ROOT, 'tests', 'harness')],
