@@ -2,7 +2,9 @@
 #   make demo-lease    lease worker ids from a file:// directory in a temp dir, print ids
 #   make test-lease    lint, then every lease test against a throwaway PostgreSQL 15
 #                      (installed from apt if missing, stopped afterwards whatever happens)
-#   make bench-lease   leased vs static generator, per-id cost (BENCHMARKS.md)
+#   make bench-lease   start-up latency and per-id cost on every coordinator (file, k8s, env,
+#                      and throwaway PostgreSQL, ZooKeeper, Redis) beside a static generator,
+#                      in one run (BENCHMARKS.md)
 #   make lint-lease-features   the crate without its default features and with each
 #                      coordinator feature alone: clippy -D warnings on the library, and the
 #                      unit tests without default features (part of lint-lease)
@@ -50,8 +52,19 @@ test-lease-tls-skew: setup-rust
 	export CLOCKFLAKE_ZK_URL=$$($(ROOT)/scripts/zookeeper.sh start); \
 	$(CARGO) test -p clockflake-lease --test postgres_tls --test clock_skew
 
+# Every coordinator in one run: throwaway PostgreSQL, ZooKeeper and Redis on loopback (always
+# stopped afterwards); file://, k8s:// and env:// in a temp dir.
 bench-lease: setup-rust
-	$(CARGO) bench -p clockflake-lease --bench lease
+	$(CARGO) build -q --profile bench -p clockflake-lease --bench lease
+	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-lease-pg.XXXXXX) \
+	  CLOCKFLAKE_ZK_DIR=$${TMPDIR:-/tmp}/clockflake-zk-$$$$ \
+	  CLOCKFLAKE_REDIS_DIR=$${TMPDIR:-/tmp}/clockflake-redis-$$$$; \
+	trap '$(LEASE_PG) stop; $(ROOT)/scripts/zookeeper.sh stop; $(ROOT)/scripts/redis.sh stop' EXIT; \
+	$(LEASE_PG) start; \
+	export CLOCKFLAKE_PG_URL=$$($(LEASE_PG) url); \
+	export CLOCKFLAKE_ZK_URL=$$($(ROOT)/scripts/zookeeper.sh start); \
+	export CLOCKFLAKE_REDIS_URL=$$($(ROOT)/scripts/redis.sh start); \
+	$(CARGO) bench -q -p clockflake-lease --bench lease
 
 DEMO_TARGETS += demo-lease
 TEST_TARGETS += test-lease test-lease-tls-skew

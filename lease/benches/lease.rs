@@ -1,19 +1,31 @@
-//! `make bench-lease`: the per-id cost of a leased generator against a static
-//! `clockflake::Generator`, one thread, same layout, medians of interleaved rounds.
+//! `make bench-lease`: what a lease costs on each coordinator, in one run, beside a static
+//! `clockflake::Generator`: start-up latency (`open` to the first id) and the per-id cost.
 //!
-//! The layout has 23 sequence bits, so neither generator ever waits for the next
-//! millisecond: what is measured is the id itself (clock read, checks, compare-and-swap).
-//! The block rows take runs of 256 ids in one step (what the Node binding does) and count
-//! the cost per id, the iteration over the block included.
+//! `file://`, `k8s://` and `env://` need no server; `postgres://`, `zookeeper://` and
+//! `redis://` are measured when `CLOCKFLAKE_PG_URL`, `CLOCKFLAKE_ZK_URL` and
+//! `CLOCKFLAKE_REDIS_URL` name a server (`make bench-lease` starts throwaway ones on loopback)
+//! and reported as skipped otherwise.
+//!
+//! Start-up: the median of [`STARTS`] runs of `open` + first id, each closed before the next
+//! (the same server identity, pod or namespace every time, as a restart). Per id: one thread,
+//! interleaved rounds of [`IDS`] ids each, medians; the layout has 23 sequence bits, so no
+//! generator ever waits for the next millisecond and the figure is the cost of an id itself
+//! (clock read, checks, compare-and-swap). The block rows take runs of 256 ids in one step
+//! (what the Node binding does) and count the cost per id, the iteration included.
 
 use std::hint::black_box;
+use std::path::PathBuf;
 use std::time::Instant;
 
-use clockflake::{Generator, MonotonicClock, Options};
-use clockflake_lease::{open, LeaseError, LeaseOptions};
+use clockflake::{Generator, Layout, MonotonicClock, Options};
+use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions, LeasedGenerator};
 
 mod common;
 use common::{median, no_wait_layout, per_id_ns, IDS, ROUNDS};
+
+/// Start-ups per coordinator.
+const STARTS: usize = 21;
+const BLOCK: u64 = 256;
 
 /// Per id, taking blocks of `BLOCK` ids.
 fn per_id_ns_blocks<B: Iterator<Item = u64>>(mut next: impl FnMut() -> B) -> f64 {
@@ -30,61 +42,165 @@ fn per_id_ns_blocks<B: Iterator<Item = u64>>(mut next: impl FnMut() -> B) -> f64
     started.elapsed().as_nanos() as f64 / f64::from(taken)
 }
 
-const BLOCK: u64 = 256;
+/// Milliseconds from `open` to the first id, then closes (not timed).
+fn start_ms(uri: &str) -> Result<f64, LeaseError> {
+    let started = Instant::now();
+    let gen = open(uri, Layout::CLOCKSEQ, LeaseOptions::default())?;
+    black_box(gen.next_id()?);
+    let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+    gen.close()?;
+    Ok(elapsed)
+}
 
-fn main() -> Result<(), LeaseError> {
+/// A coordinator to measure: its name and the URI for start-ups and for the per-id
+/// generator (distinct namespaces, so the per-id generator's worker id stays held).
+struct Coordinator {
+    name: &'static str,
+    uris: Option<(String, String)>,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return Ok(()); // `cargo test --benches` smoke run
     }
-    let layout = no_wait_layout()?;
-    let dir = std::env::temp_dir().join(format!("clockflake-lease-bench-{}", std::process::id()));
-    let uri = format!("file://{}?app=bench", dir.display());
-    let fixed = Generator::new(layout, 1, Options::default())?;
-    let leased = open(&uri, layout, LeaseOptions::default())?;
-    let clock = MonotonicClock::new();
-    let mut rows: Vec<(&str, Vec<f64>)> = vec![
-        ("static `Generator::next_id`", Vec::new()),
-        ("leased `LeasedGenerator::next_id` (file://)", Vec::new()),
-        (
-            "leased `LeasedGenerator::try_next_id` (file://)",
-            Vec::new(),
-        ),
-        (
-            "static `Generator::try_next_block_with` (blocks of 256, per id)",
-            Vec::new(),
-        ),
-        (
-            "leased `LeasedGenerator::next_block` (file://, blocks of 256, per id)",
-            Vec::new(),
-        ),
+    let run = format!("bench-{}-{}", std::process::id(), wall_ms());
+    let dir: PathBuf = std::env::temp_dir().join(format!("clockflake-lease-{run}"));
+    let dir_uri = |scheme: &str, sub: &str, app: &str| {
+        format!("{scheme}://{}/{sub}?app={app}", dir.display())
+    };
+    // k8s:// reads the pod's ordinal, env:// the hand-assigned worker id, from the environment.
+    std::env::set_var("CLOCKFLAKE_POD_INDEX", "1");
+    std::env::set_var("CLOCKFLAKE_WORKER_ID", "2");
+    std::fs::create_dir_all(&dir)?;
+    let server = |variable: &str, make: &dyn Fn(&str, &str) -> String| {
+        std::env::var(variable)
+            .ok()
+            .map(|url| (make(&url, "start"), make(&url, "per-id")))
+    };
+    let coordinators = [
+        Coordinator {
+            name: "file://",
+            uris: Some((
+                dir_uri("file", "file", "start"),
+                dir_uri("file", "file", "per-id"),
+            )),
+        },
+        Coordinator {
+            name: "k8s://",
+            uris: Some((
+                dir_uri("k8s", "k8s-start", "a"),
+                dir_uri("k8s", "k8s-per-id", "a"),
+            )),
+        },
+        Coordinator {
+            name: "env://",
+            uris: Some((
+                dir_uri("env", "env-start", "a"),
+                dir_uri("env", "env-per-id", "a"),
+            )),
+        },
+        Coordinator {
+            name: "postgres://",
+            uris: server("CLOCKFLAKE_PG_URL", &|url, app| {
+                format!("{url}?app={run}-{app}&ttl=10s")
+            }),
+        },
+        Coordinator {
+            name: "zookeeper://",
+            uris: server("CLOCKFLAKE_ZK_URL", &|url, app| {
+                format!("{url}/snowflake/{run}-{app}?ttl=10s&server=bench")
+            }),
+        },
+        Coordinator {
+            name: "redis://",
+            uris: server("CLOCKFLAKE_REDIS_URL", &|url, app| {
+                format!("{url}?app={run}-{app}&ttl=10s")
+            }),
+        },
     ];
+
+    // Start-up latency, one coordinator after the other.
+    println!("| coordinator | start-up, open to first id (median ms) | slowest (ms) |");
+    println!("|---|---|---|");
+    for coordinator in &coordinators {
+        let Some((start_uri, _)) = &coordinator.uris else {
+            println!("| {} | skipped (no server) | |", coordinator.name);
+            continue;
+        };
+        let mut samples = Vec::with_capacity(STARTS);
+        for _ in 0..STARTS {
+            samples.push(start_ms(start_uri)?);
+        }
+        let slowest = samples.iter().copied().fold(0.0, f64::max);
+        println!(
+            "| {} | {:.2} | {slowest:.2} |",
+            coordinator.name,
+            median(samples)
+        );
+    }
+
+    // Per id: a static generator and one leased generator per coordinator, interleaved.
+    let layout = no_wait_layout()?;
+    let fixed = Generator::new(layout, 1, Options::default())?;
+    let mut leased: Vec<(&str, LeasedGenerator)> = Vec::new();
+    for coordinator in &coordinators {
+        if let Some((_, per_id_uri)) = &coordinator.uris {
+            leased.push((
+                coordinator.name,
+                open(per_id_uri, layout, LeaseOptions::default())?,
+            ));
+        }
+    }
+    let clock = MonotonicClock::new();
+    let mut static_ns = Vec::new();
+    let mut leased_ns: Vec<Vec<f64>> = vec![Vec::new(); leased.len()];
+    let mut static_block_ns = Vec::new();
+    let mut leased_block_ns = Vec::new();
     for _ in 0..ROUNDS {
-        rows[0].1.push(per_id_ns(|| fixed.next_id().unwrap_or(0)));
-        rows[1].1.push(per_id_ns(|| leased.next_id().unwrap_or(0)));
-        rows[2]
-            .1
-            .push(per_id_ns(|| leased.try_next_id().unwrap_or(0)));
-        rows[3].1.push(per_id_ns_blocks(|| {
+        static_ns.push(per_id_ns(|| fixed.next_id().unwrap_or(0)));
+        for ((_, gen), samples) in leased.iter().zip(&mut leased_ns) {
+            samples.push(per_id_ns(|| gen.next_id().unwrap_or(0)));
+        }
+        static_block_ns.push(per_id_ns_blocks(|| {
             fixed
                 .try_next_block_with(&clock, BLOCK)
                 .into_iter()
                 .flatten()
         }));
-        rows[4].1.push(per_id_ns_blocks(|| {
-            leased.next_block(BLOCK).into_iter().flatten()
-        }));
+        if let Some((_, file)) = leased.first() {
+            leased_block_ns.push(per_id_ns_blocks(|| {
+                file.next_block(BLOCK).into_iter().flatten()
+            }));
+        }
     }
-    let base = median(rows[0].1.clone());
-    println!("| generator | median ns/id | ratio to static |");
+    let base = median(static_ns);
+    println!("\n| generator | median ns/id | ratio to static |");
     println!("|---|---|---|");
-    for (name, samples) in rows {
+    println!("| static `Generator::next_id` | {base:.1} | 1.00 |");
+    for ((name, _), samples) in leased.iter().zip(leased_ns) {
         let m = median(samples);
-        println!("| {name} | {m:.1} | {:.2} |", m / base);
+        println!(
+            "| leased `LeasedGenerator::next_id` ({name}) | {m:.1} | {:.2} |",
+            m / base
+        );
+    }
+    let block_base = median(static_block_ns);
+    println!(
+        "| static `Generator::try_next_block_with` (blocks of 256, per id) | {block_base:.2} | |"
+    );
+    if !leased_block_ns.is_empty() {
+        println!(
+            "| leased `LeasedGenerator::next_block` (file://, blocks of 256, per id) | {:.2} | |",
+            median(leased_block_ns)
+        );
     }
     println!(
-        "\n{ROUNDS} interleaved rounds of {IDS} ids each, one thread; layout timestamp 30 / clock_seq 3 / worker 7 / sequence 23 bits."
+        "\n{STARTS} start-ups per coordinator; {ROUNDS} interleaved rounds of {IDS} ids each, \
+         one thread; per-id layout timestamp 30 / clock_seq 3 / worker 7 / sequence 23 bits."
     );
-    leased.close()?;
+    for (_, gen) in leased {
+        gen.close()?;
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
