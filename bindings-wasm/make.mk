@@ -1,8 +1,8 @@
 # bindings-wasm: the wasm engine (wasm-bindgen) that the npm package clockflake (bindings-node/) inlines,
 # its raw JS wrapper (js/, for its own tests and benchmarks), and the ID inspector page (www/, which
 # loads the clockflake package's browser build).
-#   make build-wasm   .wasm + pkg/web (browser ES module, `await init()`) + pkg/node (tests)
-#   make test-wasm    shared vectors + API tests in Node, then the page in headless Chromium
+#   make build-wasm   .wasm + pkg/web (wasm-bindgen's glue), which bindings-node/build.mjs inlines
+#   make test-wasm    shared vectors + engine tests through the package in Node, then the page in headless Chromium
 #   make bench-wasm   decode / nextId / sustained rate in Node and Chromium vs nodejs-snowflake
 #   make serve-wasm   the ID inspector page on a loopback port (also: make serve)
 
@@ -36,23 +36,17 @@ build-wasm: setup-rust setup-wasm-bindgen
 	$(CARGO) build -q --target wasm32-unknown-unknown --profile wasm-release -p clockflake-wasm
 	@rm -rf $(WASM_DIR)/pkg/web $(WASM_DIR)/pkg/node
 	wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir $(WASM_DIR)/pkg/web $(WASM_OUT)
-	wasm-bindgen --target nodejs --remove-name-section --remove-producers-section --out-dir $(WASM_DIR)/pkg/node $(WASM_OUT)
-	@cd $(WASM_DIR) && mv pkg/node/clockflake_wasm.js pkg/node/clockflake_wasm.cjs \
-	  && cp js/api.js js/messages.js js/index.js js/index.d.ts pkg/web/ \
-	  && cp js/api.js js/messages.js js/index.d.ts pkg/node/ && cp js/node.js pkg/node/index.js \
-	  && cp js/package.web.json pkg/web/package.json && cp js/package.node.json pkg/node/package.json
 	@size=$$(stat -c %s $(WASM_DIR)/pkg/web/clockflake_wasm_bg.wasm); \
 	  echo "clockflake_wasm_bg.wasm: $$size bytes ($$(( (size + 1023) / 1024 )) KiB; budget 32 KiB)"; \
 	  test $$size -le 32768 || { echo "over the 32 KiB budget"; exit 1; }
 
 test-wasm: build-wasm build-js setup-wasm-npm setup-wasm-chromium
 	$(CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
-	cd $(WASM_DIR) && node_modules/.bin/tsc -p tests/types
 	$(CARGO) run -q -p clockflake-wasm --example messages > $(WASM_DIR)/pkg/core-messages.jsonl
 	cd $(WASM_DIR) && node --test --test-reporter=spec tests/node/
 	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node --test --test-reporter=spec tests/browser/
 
-bench-wasm: build-wasm setup-wasm-npm setup-wasm-chromium
+bench-wasm: build-wasm build-js setup-wasm-npm setup-wasm-chromium
 	@cd $(WASM_DIR)/bench && if ! cmp -s package-lock.json node_modules/.installed-lock.json; then \
 	  npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json; fi
 	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node bench/run.mjs
@@ -62,7 +56,7 @@ serve-wasm: build-wasm build-js
 
 serve: serve-wasm
 
-demo-wasm: build-wasm
+demo-wasm: build-wasm build-js
 	cd $(WASM_DIR) && node www/demo.mjs
 	@echo "ID inspector page: run 'make serve' and open http://127.0.0.1:$(WASM_PORT)/ (offline, loopback only)"
 

@@ -3,7 +3,7 @@
 //   node bench/run.mjs [--quick]
 import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
-import * as api from '../pkg/node/index.js';
+import * as api from '../../bindings-node/lib/index.mjs';
 import { measureAll } from './measure.mjs';
 import { startServer } from '../www/serve.mjs';
 import { CHROMIUM_ARGS } from '../tests/browser/args.mjs';

@@ -1,6 +1,6 @@
 // The Chromium half of `make bench-wasm`, in a dedicated worker (no main-thread limits on
 // synchronous wasm compilation, which the peer's Node-style glue uses).
-import init, * as api from '/pkg/web/index.js';
+import * as api from '/clockflake/browser.mjs';
 import { measureAll } from './measure.mjs';
 
 /** Loads nodejs-snowflake's `--target nodejs` glue in the browser with a tiny require() shim. */
@@ -22,7 +22,6 @@ async function loadPeer() {
 }
 
 const quick = new URL(import.meta.url).searchParams.has('quick');
-await init();
 const Snowflake = await loadPeer();
 const { default: Hashids } = await import('/bench/node_modules/hashids/esm/hashids.js');
 postMessage({ crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent, ...measureAll({ api, Snowflake, Hashids, quick }) });

@@ -1,5 +1,6 @@
-//! clockflake for the browser: the raw WebAssembly exports under the hand-written JS wrapper
-//! (`js/api.js`), which is the package's public API.
+//! clockflake's wasm engine: the raw WebAssembly exports under the npm package `clockflake`'s
+//! hand-written JavaScript (`bindings-node/js/engine.js` and `api.js`), which is the public API
+//! on every JS runtime.
 //!
 //! The exports take and return plain numbers so that a call costs a few nanoseconds: ids are
 //! `u64`/`i64` (JS `bigint`), times and small fields `f64`/`u32`. Results with several fields go

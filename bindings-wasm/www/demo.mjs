@@ -1,9 +1,9 @@
 // `make demo-wasm`: generates and decodes a few ids through the wasm package (Node build).
-import { Generator, decode, describeLayout, layouts } from '../pkg/node/index.js';
+import { Generator, decode, describeLayout, layouts } from '../../bindings-node/lib/index.mjs';
 import { statSync } from 'node:fs';
 
 const wasm = new URL('../pkg/web/clockflake_wasm_bg.wasm', import.meta.url);
-console.log(`wasm: browser package in bindings-wasm/pkg/web (.wasm ${statSync(wasm).size} bytes)`);
+console.log(`wasm: the engine the clockflake package inlines (bindings-wasm/pkg/web, .wasm ${statSync(wasm).size} bytes)`);
 const gen = new Generator({ workerId: 7 });
 for (const id of [gen.nextId(), gen.nextId(), ...gen.nextIds(2)]) {
   const p = decode(id);

@@ -1,10 +1,10 @@
-// PublicIds in the wasm package (`--target nodejs` build): round trips, argument types, every
-// refusal with core's code and message, typo detection, key rotation, and keys kept out of JS.
+// PublicIds on the wasm engine, through the clockflake package: round trips, argument types,
+// every refusal with core's code and message, typo detection, key rotation, and keys kept out of JS.
 // The shared vectors (tests/vectors/public/) run in vectors.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
-import { ClockflakeError, PublicIds, encode } from '../../pkg/node/index.js';
+import { ClockflakeError, PublicIds, encode } from '../../../bindings-node/lib/index.mjs';
 
 const KEY1 = new TextEncoder().encode('clockflake-key-1');
 const KEY2 = Uint8Array.from({ length: 16 }, (_, i) => i);
@@ -166,22 +166,22 @@ test('ids and public numbers are range-checked bigints, never wrapped', () => {
   assert.equal(codec.decode(codec.encode(5n)), 5n);
 });
 
-test('keys: a 16-byte Uint8Array (a Buffer too); anything else is a TypeError', () => {
+test('keys: a 16-byte Uint8Array (a Buffer too); another type is a TypeError, another length a RangeError', () => {
   assert.equal(new PublicIds(1, Buffer.from(KEY1)).encode(7n), new PublicIds(1, KEY1).encode(7n));
+  const expected = 'invalid argument type: key: expected a Uint8Array or Buffer of 16 bytes, found';
   const wrong = [
-    ['clockflake-key-1', 'key: expected a Uint8Array of 16 bytes, found "clockflake-key-1"'],
-    [Array.from(KEY1), 'key: expected a Uint8Array of 16 bytes, found an array'],
-    [KEY1.buffer, 'key: expected a Uint8Array of 16 bytes, found an object'],
-    [new Uint8Array(15), 'key: expected a Uint8Array of 16 bytes, found a Uint8Array of 15 bytes'],
-    [new Uint8Array(32), 'key: expected a Uint8Array of 16 bytes, found a Uint8Array of 32 bytes'],
-    [new Uint16Array(16), 'key: expected a Uint8Array of 16 bytes, found an object'],
-    [new Uint8ClampedArray(16), 'key: expected a Uint8Array of 16 bytes, found an object'],
-    [undefined, 'key: expected a Uint8Array of 16 bytes, found undefined undefined'],
-    [5, 'key: expected a Uint8Array of 16 bytes, found number 5'],
+    ['clockflake-key-1', TypeError, 'INVALID_ARG_TYPE', `${expected} the string "clockflake-key-1"`],
+    [Array.from(KEY1), TypeError, 'INVALID_ARG_TYPE', `${expected} an array`],
+    [KEY1.buffer, TypeError, 'INVALID_ARG_TYPE', `${expected} an object`],
+    [new Uint8Array(15), RangeError, 'INVALID_ARG_VALUE', 'key: expected 16 bytes, found 15 bytes'],
+    [new Uint8Array(32), RangeError, 'INVALID_ARG_VALUE', 'key: expected 16 bytes, found 32 bytes'],
+    [new Uint16Array(16), TypeError, 'INVALID_ARG_TYPE', `${expected} an object`],
+    [undefined, TypeError, 'INVALID_ARG_TYPE', `${expected} undefined`],
+    [5, TypeError, 'INVALID_ARG_TYPE', `${expected} the number 5`],
   ];
-  for (const [key, message] of wrong) {
-    throwsCoded(() => new PublicIds(1, key), TypeError, 'INVALID_ARG_TYPE', message);
-    throwsCoded(() => new PublicIds(1, KEY1).withOldKey(2, key), TypeError, 'INVALID_ARG_TYPE', message);
+  for (const [key, Kind, code, message] of wrong) {
+    throwsCoded(() => new PublicIds(1, key), Kind, code, message);
+    throwsCoded(() => new PublicIds(1, KEY1).withOldKey(2, key), Kind, code, message);
   }
 });
 

@@ -1,7 +1,8 @@
-// The shared vectors (tests/vectors/*.json and tests/vectors/public/*.json) against the
-// `--target nodejs` build.
-import * as api from '../../pkg/node/index.js';
+// The shared vectors (tests/vectors/*.json and tests/vectors/public/*.json) against the wasm
+// engine, through the clockflake package's browser build (lib/browser.mjs: the engine inlined
+// deflated, as pages get it; Node's build is covered by bindings-node/test/vectors.test.mjs).
+import * as api from '../../../bindings-node/lib/browser.mjs';
 import { registerPublicVectorTests, registerVectorTests } from '../../../tests/harness/node-vectors.mjs';
 
-registerVectorTests(api, 'wasm-node');
-registerPublicVectorTests(api, 'wasm-node');
+registerVectorTests(api, 'wasm-browser-build');
+registerPublicVectorTests(api, 'wasm-browser-build');
