@@ -1,0 +1,620 @@
+//! The leased generator: a core [`Generator`] whose every id is checked against the lease
+//! deadline and the persisted reservation, with renewal on a background thread.
+//!
+//! Who may wait on what: calls that issue ids read atomics only. They never take the mutex
+//! around the coordinator (`Control`), which the renewal thread holds during coordinator I/O;
+//! when they need a renewal (the reservation ran out, or the clock stepped back into a new
+//! clock sequence) they ask the renewal thread and wait at most [`RENEWAL_WAIT`] for it, so a
+//! frozen coordinator can never hold an id call for longer. Past the lease deadline they
+//! refuse at once.
+//!
+//! Split along the generator's data: `time.rs` (the time source, and that time limited by the
+//! deadline and the reservation as the core reads it), `reservation.rs` (the id path's guard:
+//! deadline, persisted reservation and its clock sequence, lifecycle, forks), `renewer.rs`
+//! (the renewal thread and the coordinator behind its mutex), `stats.rs` (slow-path counters);
+//! this file holds the generator itself: start-up, the id calls, close.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use clockflake::{
+    Clock, Error, Field, Generator, IdBlock, Layout, Options, Policy, State, MAX_CLOCK_SEQS,
+};
+
+use crate::clock::boot_ms;
+use crate::coordinator::{choose_clock_seq, Grant};
+use crate::{Coordinator, LeaseError};
+
+mod renewer;
+mod reservation;
+mod stats;
+mod time;
+
+use renewer::{renew_thread, Control, Notes, Signal};
+use stats::Counters;
+pub use stats::{LeaseCounters, LeaseStats};
+pub use time::FOLLOW_BACK_MS;
+use time::{ComposeClockSeq, Time};
+
+/// Longest an id call waits for the renewal thread to persist a reservation it needs; past it
+/// the call refuses with [`LeaseError::RenewalLate`] (retryable).
+pub const RENEWAL_WAIT: Duration = Duration::from_millis(50);
+
+/// Longest [`LeasedGenerator::close`] waits for a renewal in flight to finish; past it, ids
+/// have stopped but the worker id is released by the renewal thread once the coordinator
+/// answers (or by the lease's expiry).
+pub const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+const ACTIVE: u8 = 0;
+const LOST: u8 = 1;
+const CLOSED: u8 = 2;
+
+/// How a leased generator is built, besides its URI and layout.
+#[derive(Clone)]
+pub struct LeaseOptions {
+    /// The core generator's options (rollback policy, waits).
+    pub generator: Options,
+    /// A wall clock to use instead of the system's (tests inject clocks that run ahead or
+    /// jump back). Lease deadlines are measured on the boot clock whatever this says.
+    /// It is called from the renewal thread too (each renewal reads the time its reservation
+    /// starts from), so it must be `Send + Sync` and safe to call concurrently with the
+    /// threads taking ids.
+    pub clock: Option<Arc<dyn Clock + Send + Sync>>,
+    /// Longest a new holder waits at its first id for its clock to pass the stored
+    /// high-water marks when no clock sequence is free (default 15 s); beyond it the id is
+    /// refused (`CLOCK_SEQUENCE_EXHAUSTED` or `CLOCK_MOVED_BACKWARDS`).
+    pub max_handover_wait: Duration,
+}
+
+impl Default for LeaseOptions {
+    fn default() -> Self {
+        LeaseOptions {
+            generator: Options::default(),
+            clock: None,
+            max_handover_wait: Duration::from_secs(15),
+        }
+    }
+}
+
+impl std::fmt::Debug for LeaseOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseOptions")
+            .field("generator", &self.generator)
+            .field("clock", &self.clock.as_ref().map(|_| "injected"))
+            .field("max_handover_wait", &self.max_handover_wait)
+            .finish()
+    }
+}
+
+struct Shared {
+    gen: Generator,
+    time: Time,
+    /// Boot ms before which ids may be issued: the lease deadline (`u64::MAX` when the lease
+    /// never expires); 0 once lost or closed.
+    deadline_boot_ms: AtomicU64,
+    /// Latest wall ms at which an id may be issued: the persisted reservation less what the
+    /// policy may run ahead of the clock; 0 once lost or closed.
+    reserved_wall_ms: AtomicU64,
+    /// Clock-sequence bits (in place) of the persisted reservation.
+    reserved_cs_bits: AtomicU64,
+    /// `ACTIVE`, `LOST` or `CLOSED`.
+    lifecycle: AtomicU8,
+    /// Wall ms an id call needs a reservation to cover: the renewal thread's next target.
+    wanted_wall_ms: AtomicU64,
+    /// Set in a forked child: the worker id belongs to the parent.
+    forked: AtomicBool,
+    /// The process's fork generation ([`crate::fork`]) when the generator was made.
+    fork_generation: u64,
+    pid: u32,
+    cs_mask: u64,
+    ahead_ms: u64,
+    reserve_ms: u64,
+    ttl_ms: Option<u64>,
+    margin_ms: u64,
+    /// Wall ms from which the first id can be issued after a handover (0: at once).
+    ready_at_ms: u64,
+    max_handover_wait_ms: u64,
+    describe: String,
+    control: Mutex<Control>,
+    notes: Mutex<Notes>,
+    signal: Mutex<Signal>,
+    /// Wakes the renewal thread (stop, kick).
+    wake: Condvar,
+    /// Wakes id calls and close (a renewal done, the renewal thread gone).
+    renewed: Condvar,
+    counters: Counters,
+}
+
+/// Why an attempt did not produce an id.
+enum Miss {
+    /// The deadline or the reservation: the slow path decides which.
+    Limit,
+    Core(Error),
+}
+
+/// A generator holding a leased worker id. Share it between threads by reference (or `Arc`).
+///
+/// Every id is checked against the lease deadline (measured on a clock that counts through
+/// suspend) and against the persisted reservation; past either it refuses (`LEASE_LOST`) or
+/// renews first. A background thread renews the lease and the reservation; it stops on
+/// [`LeasedGenerator::close`] or drop.
+pub struct LeasedGenerator {
+    shared: Arc<Shared>,
+    renewer: Mutex<Option<JoinHandle<()>>>,
+    worker_id: u64,
+    layout: Layout,
+    /// The start-up clock check's skew (see [`LeaseStats::measured_skew_ms`]).
+    measured_skew_ms: Option<i64>,
+}
+
+impl std::fmt::Debug for LeasedGenerator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeasedGenerator")
+            .field("coordinator", &self.shared.describe)
+            .field("worker_id", &self.worker_id)
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere while holding the lock leaves consistent data here.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Shared {}
+
+/// See [`LeasedGenerator::block_margin_ms`].
+fn block_margin_ms(layout: &Layout) -> u64 {
+    2 * layout.unit_ms() + 10
+}
+
+impl LeasedGenerator {
+    /// Takes a worker id from `coordinator` and starts generating under it, continuing from
+    /// the worker's stored state. `reserve` is how far ahead of the clock the state record is
+    /// kept (and renewed before the clock reaches it).
+    pub fn start(
+        mut coordinator: Box<dyn Coordinator>,
+        layout: Layout,
+        options: LeaseOptions,
+        reserve: Duration,
+    ) -> Result<LeasedGenerator, LeaseError> {
+        let workers = layout.max_worker_id() + 1;
+        if workers > crate::MAX_LEASED_WORKERS {
+            return Err(LeaseError::TooManyWorkers { workers });
+        }
+        let describe = coordinator.describe();
+        let sent_boot_ms = boot_ms();
+        let time = Time::new(&options);
+        let grant = coordinator.acquire(&layout, time.now_ms())?;
+        // The start-up clock check (`max_skew`), then the worker's record. Refused, the worker
+        // id goes back untouched (a broken record stays as it is).
+        let prepared = crate::coordinator::check_clock(coordinator.as_mut(), || time.now_ms())
+            .and_then(|skew| {
+                let build = Self::resume_grant(
+                    &mut coordinator,
+                    layout,
+                    &options,
+                    reserve,
+                    sent_boot_ms,
+                    &grant,
+                    time,
+                )?;
+                Ok((skew, build))
+            });
+        let (measured_skew_ms, build) = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                let _ = coordinator.release(None);
+                return Err(error);
+            }
+        };
+        let shared = Arc::new(build(coordinator, describe));
+        let runner = Arc::clone(&shared);
+        let renewer = std::thread::Builder::new()
+            .name(format!("clockflake-lease-{}", grant.worker_id))
+            .spawn(move || renew_thread(&runner))
+            .map_err(|error| LeaseError::unavailable(&shared.describe, error))?;
+        Ok(LeasedGenerator {
+            shared,
+            renewer: Mutex::new(Some(renewer)),
+            worker_id: grant.worker_id,
+            layout,
+            measured_skew_ms,
+        })
+    }
+
+    /// Resumes the worker's state under the grant and persists the first reservation; returns
+    /// what builds the shared part once given the coordinator back (which the caller keeps
+    /// until then, to release the worker id if this fails).
+    fn resume_grant(
+        coordinator: &mut Box<dyn Coordinator>,
+        layout: Layout,
+        options: &LeaseOptions,
+        reserve: Duration,
+        sent_boot_ms: u64,
+        grant: &Grant,
+        time: Time,
+    ) -> Result<impl FnOnce(Box<dyn Coordinator>, String) -> Shared, LeaseError> {
+        let now_ms = time.now_ms();
+        layout.check_time(now_ms)?;
+        let mut state = match grant.state {
+            Some(state) => {
+                if state.worker_id != grant.worker_id {
+                    return Err(LeaseError::corrupt(
+                        format!("{} worker id {}", coordinator.describe(), grant.worker_id),
+                        format!("the record names worker id {}", state.worker_id),
+                    ));
+                }
+                state
+            }
+            None => State {
+                layout_fingerprint: layout.fingerprint(),
+                worker_id: grant.worker_id,
+                clock_seq: 0,
+                high_water_ms: [None; MAX_CLOCK_SEQS],
+            },
+        };
+        if state.layout_fingerprint == layout.fingerprint() && state.clock_seq < layout.clock_seqs()
+        {
+            let (clock_seq, ready_at_ms) = choose_clock_seq(&layout, &state, now_ms);
+            state.clock_seq = clock_seq;
+            let gen = Generator::resume(layout, &state, options.generator)?;
+            let policy = gen.policy();
+            let ahead_ms = if policy == Policy::Logical {
+                options.generator.max_drift_ms
+            } else {
+                0
+            };
+            let reserve_ms = reserve.as_millis() as u64;
+            let ttl_ms = grant.ttl.map(|ttl| ttl.as_millis() as u64);
+            // Stop a tenth of the TTL (at least 20 ms) before the lease could expire.
+            let margin_ms = ttl_ms.map_or(0, |ttl| (ttl / 10).max(20));
+            // The first reservation, persisted before any id. When that write was slow (a
+            // quarter of the reservation or more), once more with room for its latency, so
+            // that the first ids do not find it spent before the renewal thread's first turn.
+            let mut until_ms = 0;
+            let mut latency_ms = 0;
+            for _ in 0..2 {
+                let start_ms = time.now_ms().max(now_ms).max(ready_at_ms);
+                until_ms = until_ms.max(start_ms + reserve_ms + ahead_ms + 2 * latency_ms);
+                let mut first = gen.state();
+                first.reserve(until_ms);
+                let renew_sent_ms = boot_ms();
+                coordinator.renew(&first)?;
+                latency_ms = boot_ms().saturating_sub(renew_sent_ms);
+                if latency_ms < reserve_ms / 4 {
+                    break;
+                }
+            }
+            let deadline = match ttl_ms {
+                Some(ttl) => sent_boot_ms + ttl.saturating_sub(margin_ms),
+                None => u64::MAX,
+            };
+            let max_handover_wait_ms = options.max_handover_wait.as_millis() as u64;
+            return Ok(move |coordinator, describe| Shared {
+                gen,
+                time,
+                deadline_boot_ms: AtomicU64::new(deadline),
+                reserved_wall_ms: AtomicU64::new(until_ms - ahead_ms),
+                reserved_cs_bits: AtomicU64::new(layout.compose_clock_seq(clock_seq)),
+                lifecycle: AtomicU8::new(ACTIVE),
+                wanted_wall_ms: AtomicU64::new(0),
+                forked: AtomicBool::new(false),
+                fork_generation: crate::fork::watch(),
+                pid: std::process::id(),
+                cs_mask: layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq),
+                ahead_ms,
+                reserve_ms,
+                ttl_ms,
+                margin_ms,
+                ready_at_ms,
+                max_handover_wait_ms,
+                describe,
+                control: Mutex::new(Control {
+                    coordinator,
+                    until_ms,
+                    reserved_cs: clock_seq,
+                    latency_ms,
+                    renewed_boot_ms: sent_boot_ms,
+                }),
+                notes: Mutex::new(Notes::default()),
+                signal: Mutex::new(Signal::default()),
+                wake: Condvar::new(),
+                renewed: Condvar::new(),
+                counters: Counters {
+                    renewals: AtomicU64::new(1),
+                    ..Counters::default()
+                },
+            });
+        }
+        // Let core name the problem (layout mismatch, clock sequence out of range).
+        Generator::resume(layout, &state, options.generator)?;
+        Err(LeaseError::Core(Error::InvalidState(
+            clockflake::StateProblem::ClockSeqOutOfRange,
+        )))
+    }
+
+    /// The leased worker id.
+    pub fn worker_id(&self) -> u64 {
+        self.worker_id
+    }
+
+    /// The layout ids are issued under.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The coordinator, as `file:///...?app=...` or `postgres://...?app=...` (no password).
+    pub fn coordinator(&self) -> &str {
+        &self.shared.describe
+    }
+
+    /// Whether ids can still be issued (not lost, closed or invalidated by a fork).
+    pub fn is_active(&self) -> bool {
+        // Atomics only: the coordinator's mutex may be held by a renewal in flight (or, in a
+        // forked child, have been copied locked).
+        !self.shared.is_forked()
+            && self.shared.lifecycle.load(Ordering::Acquire) == ACTIVE
+            && boot_ms() < self.shared.deadline_boot_ms.load(Ordering::Acquire)
+    }
+
+    /// The next id. Waits out sequence exhaustion and, right after a handover, for the clock
+    /// to pass the previous holder's marks; waits at most [`RENEWAL_WAIT`] for the renewal
+    /// thread when the reservation must grow, never for coordinator I/O itself. Refuses with
+    /// `LEASE_LOST` once the lease deadline has passed.
+    #[inline]
+    pub fn next_id(&self) -> Result<u64, LeaseError> {
+        self.shared.check_fork()?;
+        loop {
+            match self.shared.attempt(None) {
+                Ok(id) => return self.finish(id, true),
+                Err(Miss::Limit) => self.shared.refresh(None, true)?,
+                Err(Miss::Core(error)) => match self.shared.retry_at(&error) {
+                    Some(at) => self.shared.wait_until(at)?,
+                    None => return Err(LeaseError::Core(error)),
+                },
+            }
+        }
+    }
+
+    /// The next id, never waiting: where [`LeasedGenerator::next_id`] would wait (for the
+    /// clock or the renewal thread), it refuses with the time to retry at
+    /// ([`LeaseError::retry_at_ms`]).
+    #[inline]
+    pub fn try_next_id(&self) -> Result<u64, LeaseError> {
+        self.shared.check_fork()?;
+        loop {
+            match self.shared.attempt(None) {
+                Ok(id) => return self.finish(id, false),
+                Err(Miss::Limit) => self.shared.refresh(None, false)?,
+                Err(Miss::Core(error)) => return Err(LeaseError::Core(error)),
+            }
+        }
+    }
+
+    /// The next id at an explicit time (Unix ms), for tests. Never waits for the clock (at
+    /// most [`RENEWAL_WAIT`] for the renewal thread); the lease deadline and the reservation
+    /// apply as to every id.
+    pub fn next_id_at(&self, now_ms: u64) -> Result<u64, LeaseError> {
+        self.shared.check_fork()?;
+        loop {
+            match self.shared.attempt(Some(now_ms)) {
+                Ok(id) => return self.finish(id, true),
+                Err(Miss::Limit) => self.shared.refresh(Some(now_ms), true)?,
+                Err(Miss::Core(error)) => return Err(LeaseError::Core(error)),
+            }
+        }
+    }
+
+    /// Up to `max_count` consecutive ids of one tick (at least one when `max_count` is not 0),
+    /// for a binding that hands them out one by one (the Node package serves them from
+    /// JavaScript without a native call per id). Waits like [`LeasedGenerator::next_id`].
+    ///
+    /// The deadline check is stricter than for one id, because the caller keeps serving the
+    /// block after this returns: more than one id is granted only while the deadline is more
+    /// than [`LeasedGenerator::block_margin_ms`] away, and the caller must hand the ids out
+    /// only while its clock still reads the block's tick (on the time base of
+    /// [`LeasedGenerator::clock_offset_ms`]) and never after [`LeasedGenerator::close`].
+    /// Closer to the deadline it returns a block of one id, checked exactly as `next_id`'s;
+    /// past the deadline it refuses with `LEASE_LOST`. Every id of a block is inside the
+    /// persisted reservation and its clock sequence, like every id of `next_id`.
+    pub fn next_block(&self, max_count: u64) -> Result<IdBlock, LeaseError> {
+        self.block(None, max_count, true)
+    }
+
+    /// [`LeasedGenerator::next_block`], never waiting for the clock: where it would wait, it
+    /// refuses with the time to retry at ([`LeaseError::retry_at_ms`]).
+    pub fn try_next_block(&self, max_count: u64) -> Result<IdBlock, LeaseError> {
+        self.block(None, max_count, false)
+    }
+
+    /// [`LeasedGenerator::try_next_block`] at an explicit time (Unix ms), for tests and for
+    /// bindings that read the clock themselves. Never waits.
+    pub fn next_block_at(&self, now_ms: u64, max_count: u64) -> Result<IdBlock, LeaseError> {
+        self.block(Some(now_ms), max_count, false)
+    }
+
+    /// How long before the lease deadline (boot ms) blocks of more than one id stop being
+    /// granted: two ticks of the layout plus 10 ms.
+    ///
+    /// Why that much: a binding serves a block's ids only while its own clock reads the
+    /// block's tick, so the last id of a block goes out at most one tick after the block was
+    /// granted. Its clock (JavaScript's `Date.now()`) is not the lease's time: the binding
+    /// shifts its readings by [`LeasedGenerator::clock_offset_ms`], and what is left between
+    /// the two is the truncation of two millisecond clocks read at slightly different moments
+    /// (under 2 ms). The second tick and the 10 ms cover that with room to spare, plus a
+    /// caller that read its clock just before the tick ended. So no id of a block is handed
+    /// out after the deadline, as long as the system's wall clock does not step back while a
+    /// block is partly served (see the README); even then such ids lie inside the persisted
+    /// reservation, above which any later holder starts, so they cannot repeat.
+    pub fn block_margin_ms(&self) -> u64 {
+        block_margin_ms(&self.layout)
+    }
+
+    /// The lease deadline on the boot clock ([`crate::boot_ms`]): ids are refused from then on
+    /// unless a renewal moves it. `None` when the lease never expires (`file://`); 0 once
+    /// lost, closed or invalidated by a fork.
+    pub fn deadline_boot_ms(&self) -> Option<u64> {
+        match self.shared.deadline_boot_ms.load(Ordering::Acquire) {
+            u64::MAX => None,
+            deadline => Some(deadline),
+        }
+    }
+
+    /// How far this generator's time (the boot clock anchored to the wall clock, or the
+    /// injected clock) is ahead of the system's wall clock now, in ms (negative: behind). A
+    /// binding that tests "still inside the block's tick" on the system clock adds this to
+    /// its readings: after the wall clock steps back, the generator's time does not.
+    pub fn clock_offset_ms(&self) -> i64 {
+        let system = crate::clock::wall_ms();
+        let own = self.shared.wall_now();
+        if own >= system {
+            i64::try_from(own - system).unwrap_or(i64::MAX)
+        } else {
+            i64::try_from(system - own).map_or(i64::MIN, |d| -d)
+        }
+    }
+
+    fn block(
+        &self,
+        explicit_ms: Option<u64>,
+        max_count: u64,
+        wait: bool,
+    ) -> Result<IdBlock, LeaseError> {
+        self.shared.check_fork()?;
+        if max_count == 0 {
+            // Still refuse once lost, closed or forked: an empty block is no licence.
+            self.shared.check_alive()?;
+            return Ok(self.shared.gen.next_block_at(0, 0)?);
+        }
+        let margin_ms = self.block_margin_ms();
+        // Set once the deadline is within the margin: then one id at a time, each checked as
+        // `next_id` checks it, until a renewal moves the deadline.
+        let mut single = max_count == 1;
+        loop {
+            let attempt = if single {
+                self.shared.attempt_block(explicit_ms, 1, 0)
+            } else {
+                self.shared.attempt_block(explicit_ms, max_count, margin_ms)
+            };
+            match attempt {
+                Ok(block) => return self.finish_block(block, wait || explicit_ms.is_some()),
+                Err(Miss::Limit) if !single => single = true,
+                Err(Miss::Limit) => {
+                    self.shared
+                        .refresh(explicit_ms, wait || explicit_ms.is_some())?;
+                    single = max_count == 1;
+                }
+                Err(Miss::Core(error)) => match self.shared.retry_at(&error).filter(|_| wait) {
+                    Some(at) => self.shared.wait_until(at)?,
+                    None => return Err(LeaseError::Core(error)),
+                },
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn finish_block(&self, block: IdBlock, wait: bool) -> Result<IdBlock, LeaseError> {
+        // Every id of a block has the same tick and clock sequence: check the first.
+        if let Some(first) = block.peek() {
+            self.shared.covered(first, wait)?;
+        }
+        Ok(block)
+    }
+
+    #[inline(always)]
+    fn finish(&self, id: u64, wait: bool) -> Result<u64, LeaseError> {
+        // One load and a compare while the clock sequence stays the reservation's; it
+        // changes when the time goes back (the wall clock returning from an excursion,
+        // injected clocks, explicit times).
+        self.shared.covered(id, wait)
+    }
+
+    /// A snapshot of the generator's state (what [`LeasedGenerator::close`] stores, less the
+    /// reservation).
+    pub fn state(&self) -> State {
+        self.shared.gen.state()
+    }
+
+    /// Marks the generator as belonging to the parent after a `fork()`: every call in this
+    /// process refuses with `WORKER_ID_INVALIDATED`, and dropping it neither releases nor
+    /// touches the parent's lease. Call it from an at-fork hook in the child (the Python
+    /// binding does); the slow path also notices a changed process id on its own.
+    pub fn invalidate_after_fork(&self) {
+        self.shared.invalidate_after_fork();
+    }
+
+    /// Stops issuing ids, stops the renewal thread, stores the state and releases the worker
+    /// id. Idempotent; later calls to `next_id` refuse with `GENERATOR_CLOSED`.
+    pub fn close(&self) -> Result<(), LeaseError> {
+        self.shutdown(false)
+    }
+
+    fn shutdown(&self, exclusive: bool) -> Result<(), LeaseError> {
+        let shared = &self.shared;
+        if shared.is_forked() {
+            shared.invalidate_after_fork();
+            return Ok(());
+        }
+        shared.stop_ids();
+        let previous = shared.lifecycle.swap(CLOSED, Ordering::AcqRel);
+        if previous == CLOSED {
+            return Ok(());
+        }
+        // Stop the renewal thread; wait for a renewal in flight at most CLOSE_WAIT.
+        let handle = lock(&self.renewer).take();
+        {
+            let give_up = Instant::now() + CLOSE_WAIT;
+            let mut signal = lock(&shared.signal);
+            signal.stop = true;
+            shared.wake.notify_all();
+            while handle.is_some() && !signal.exited {
+                let now = Instant::now();
+                if now >= give_up {
+                    // The renewal thread releases the worker id once its call returns.
+                    signal.release_on_exit = true;
+                    return Err(LeaseError::unavailable(
+                        &shared.describe,
+                        format!(
+                            "closed: no more ids are issued, but the coordinator has not \
+                             answered for {} ms; worker id {} is released when it answers or \
+                             its lease expires",
+                            CLOSE_WAIT.as_millis(),
+                            self.worker_id
+                        ),
+                    ));
+                }
+                signal = shared
+                    .renewed
+                    .wait_timeout(signal, give_up - now)
+                    .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
+            }
+        }
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+        let mut control = lock(&shared.control);
+        shared.release(&mut control, previous == ACTIVE, exclusive)
+    }
+}
+
+impl Drop for LeasedGenerator {
+    fn drop(&mut self) {
+        if self.shared.is_forked() {
+            // The lock file descriptor and the database connection are the parent's: never
+            // unlock or close them from here.
+            std::mem::forget(Arc::clone(&self.shared));
+            if let Some(handle) = lock(&self.renewer).take() {
+                std::mem::forget(handle);
+            }
+            return;
+        }
+        // Nobody else holds a reference: the exact state is safe to store.
+        let _ = self.shutdown(true);
+    }
+}

@@ -1,0 +1,278 @@
+//! The renewer: the renewal thread and what only it (and start and close) touch, the
+//! coordinator behind its mutex; id calls only ask it for a reservation and wait a bounded time.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::stats::WaitTimer;
+use super::time::ComposeClockSeq;
+use super::{lock, Shared, ACTIVE, RENEWAL_WAIT};
+use crate::clock::boot_ms;
+use crate::{Coordinator, LeaseError};
+
+/// How often the renewal thread looks at the wall clock (to follow it forward or back), even
+/// when no renewal is due.
+pub(super) const LOOK_INTERVAL_MS: u64 = 100;
+
+/// The coordinator and what only the renewal thread (and close) touch. Its mutex is held
+/// during coordinator I/O: no id call ever takes it.
+pub(super) struct Control {
+    pub(super) coordinator: Box<dyn Coordinator>,
+    /// The reservation last persisted: no id of `reserved_cs` carries a later time.
+    pub(super) until_ms: u64,
+    /// The clock sequence the last persisted reservation is for.
+    pub(super) reserved_cs: u64,
+    /// How long the last renewal took: reservations are made that much longer, so that a
+    /// slow disk or network never leaves them expired by the time they are persisted.
+    pub(super) latency_ms: u64,
+    /// Boot ms the last successful renewal was sent at.
+    pub(super) renewed_boot_ms: u64,
+}
+
+/// Words for people, behind a mutex never held across I/O.
+#[derive(Default)]
+pub(super) struct Notes {
+    pub(super) lost_reason: Option<String>,
+    pub(super) last_error: Option<String>,
+}
+
+/// Between id calls, `close` and the renewal thread; never held across I/O.
+#[derive(Default)]
+pub(super) struct Signal {
+    /// Close asked the renewal thread to stop.
+    pub(super) stop: bool,
+    /// An id call asked for a renewal now.
+    pub(super) kick: bool,
+    /// The renewal thread has exited.
+    pub(super) exited: bool,
+    /// Close stopped waiting for a renewal in flight: the renewal thread releases the worker
+    /// id itself when that renewal returns.
+    pub(super) release_on_exit: bool,
+}
+
+/// The renewal thread: renews the lease and the reservation on time, persists what id calls
+/// ask for, follows the wall clock, and finds the lease lost at its deadline. It alone holds
+/// the coordinator's mutex during I/O (besides `start` and `close`).
+pub(super) fn renew_thread(shared: &Shared) {
+    renew_loop(shared);
+    let mut signal = lock(&shared.signal);
+    signal.exited = true;
+    let release = signal.release_on_exit;
+    shared.renewed.notify_all();
+    drop(signal);
+    if release {
+        // `close` stopped waiting for this thread's last call: give the worker id back now,
+        // keeping the reservation (ids may have been issued up to it).
+        let mut control = lock(&shared.control);
+        let was_active = lock(&shared.notes).lost_reason.is_none();
+        let _ = shared.release(&mut control, was_active, false);
+    }
+}
+
+pub(super) fn renew_loop(shared: &Shared) {
+    let interval_ms = match shared.ttl_ms {
+        Some(ttl) => (ttl / 4).min(shared.reserve_ms / 4),
+        None => shared.reserve_ms / 4,
+    }
+    .max(5);
+    let mut retry_boot_ms = 0;
+    loop {
+        {
+            let mut signal = lock(&shared.signal);
+            if !signal.kick && !signal.stop {
+                signal = shared
+                    .wake
+                    .wait_timeout(
+                        signal,
+                        Duration::from_millis(LOOK_INTERVAL_MS.min(interval_ms)),
+                    )
+                    .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
+            }
+            if signal.stop {
+                return;
+            }
+            signal.kick = false;
+        }
+        if shared.lifecycle.load(Ordering::Acquire) != ACTIVE || shared.is_forked() {
+            return;
+        }
+        if shared.time.follow_wall_clock() {
+            shared
+                .counters
+                .clock_steps_back
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        if boot_ms() >= shared.deadline_boot_ms.load(Ordering::Acquire) {
+            shared.lose_at_deadline();
+            return;
+        }
+        let mut control = lock(&shared.control);
+        let wall = shared.wall_now();
+        let boot = boot_ms();
+        let wanted = shared.wanted_wall_ms.load(Ordering::Acquire);
+        let reserved = shared.reserved_wall_ms.load(Ordering::Acquire);
+        let due = boot >= retry_boot_ms
+            && (shared.ttl_ms.is_some() && boot >= control.renewed_boot_ms + interval_ms
+                // Early enough that a renewal as slow as the last one lands in time.
+                || wall + shared.reserve_ms / 2 + 2 * control.latency_ms >= reserved
+                || wanted > reserved
+                || shared.gen.state().clock_seq != control.reserved_cs);
+        if !due {
+            // Between renewals, the coordinator's own cheap check (a lock file removed).
+            if let Err(LeaseError::LeaseLost { reason }) = control.coordinator.check() {
+                shared.lose(reason);
+                return;
+            }
+            continue;
+        }
+        match shared.renew_locked(&mut control, wall.max(wanted)) {
+            Ok(()) => retry_boot_ms = 0,
+            Err(LeaseError::LeaseLost { .. }) => return,
+            // Unreachable coordinator: try again soon; ids go on until the deadline.
+            Err(_) => retry_boot_ms = boot_ms() + (interval_ms / 4).max(5),
+        }
+    }
+}
+
+impl Shared {
+    /// Asks the renewal thread for a reservation reaching `wanted_ms` (in the current clock
+    /// sequence) and, when `wait`, waits at most [`RENEWAL_WAIT`] until `done` holds. Never
+    /// takes the coordinator's mutex.
+    pub(super) fn await_renewal(
+        &self,
+        wanted_ms: u64,
+        wait: bool,
+        done: impl Fn() -> bool,
+    ) -> Result<(), LeaseError> {
+        if done() {
+            return Ok(());
+        }
+        self.wanted_wall_ms.fetch_max(wanted_ms, Ordering::AcqRel);
+        let started = Instant::now();
+        let _timer = wait.then(|| WaitTimer::new(&self.counters, started));
+        let give_up = started + if wait { RENEWAL_WAIT } else { Duration::ZERO };
+        let mut signal = lock(&self.signal);
+        signal.kick = true;
+        self.wake.notify_all();
+        loop {
+            if done() {
+                return Ok(());
+            }
+            if signal.exited {
+                drop(signal);
+                self.check_alive()?;
+                return Err(LeaseError::lost("the renewal thread has stopped"));
+            }
+            drop(signal);
+            self.check_alive()?;
+            if boot_ms() >= self.deadline_boot_ms.load(Ordering::Acquire) {
+                return Err(self.lose_at_deadline());
+            }
+            signal = lock(&self.signal);
+            let now = Instant::now();
+            if now >= give_up {
+                break;
+            }
+            signal = self
+                .renewed
+                .wait_timeout(signal, give_up - now)
+                .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
+        }
+        drop(signal);
+        Err(LeaseError::RenewalLate {
+            coordinator: self.describe.clone(),
+            reserved_until_ms: self.reserved_wall_ms.load(Ordering::Acquire),
+            last_error: lock(&self.notes).last_error.clone(),
+            retry_at_ms: self.wall_now() + RENEWAL_WAIT.as_millis() as u64,
+        })
+    }
+
+    /// Persists a reservation from `wall_ms` on (and renews the lease with it), then lets ids
+    /// use it. Called with the coordinator's mutex held, by the renewal thread (and once at
+    /// start). A reservation never shrinks within one clock sequence; in a new clock sequence
+    /// (the time went back) it starts from `wall_ms`, so an excursion to the future does not
+    /// mark the new clock sequence far ahead.
+    pub(super) fn renew_locked(
+        &self,
+        control: &mut Control,
+        wall_ms: u64,
+    ) -> Result<(), LeaseError> {
+        let sent_boot_ms = boot_ms();
+        let mut state = self.gen.state();
+        let horizon =
+            wall_ms.saturating_add(self.reserve_ms + self.ahead_ms + 2 * control.latency_ms);
+        let same_clock_seq = state.clock_seq == control.reserved_cs;
+        let until_ms = if same_clock_seq {
+            control.until_ms.max(horizon)
+        } else {
+            horizon
+        };
+        state.reserve(until_ms);
+        match control.coordinator.renew(&state) {
+            Ok(()) => {
+                control.latency_ms = boot_ms().saturating_sub(sent_boot_ms);
+                self.counters.renewals.fetch_add(1, Ordering::Relaxed);
+                if !same_clock_seq {
+                    self.counters
+                        .clock_seq_switches
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                control.until_ms = until_ms;
+                control.reserved_cs = state.clock_seq;
+                control.renewed_boot_ms = sent_boot_ms;
+                lock(&self.notes).last_error = None;
+                if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
+                    // A late answer never revives a lease found lost (or closed) meanwhile.
+                    return Ok(());
+                }
+                if let Some(ttl_ms) = self.ttl_ms {
+                    let deadline = sent_boot_ms + ttl_ms.saturating_sub(self.margin_ms);
+                    self.deadline_boot_ms.store(deadline, Ordering::Release);
+                }
+                let reserved = until_ms - self.ahead_ms;
+                if same_clock_seq {
+                    self.reserved_wall_ms.fetch_max(reserved, Ordering::AcqRel);
+                } else {
+                    // Lower the time limit before ids of the new clock sequence pass the
+                    // coverage check, so none of them goes past this reservation.
+                    self.reserved_wall_ms.store(reserved, Ordering::Release);
+                }
+                let cs_bits = self.layout().compose_clock_seq(state.clock_seq);
+                self.reserved_cs_bits.store(cs_bits, Ordering::Release);
+                if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
+                    self.stop_ids();
+                }
+                let _signal = lock(&self.signal);
+                self.renewed.notify_all();
+                Ok(())
+            }
+            Err(LeaseError::LeaseLost { reason }) => Err(self.lose(reason)),
+            Err(error) => {
+                self.counters
+                    .renewal_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                lock(&self.notes).last_error = Some(error.to_string());
+                Err(error)
+            }
+        }
+    }
+
+    /// Gives the worker id back: with the state (and, unless `exact`, the reservation, which
+    /// covers a thread between its check and its id) when the lease was active, untouched
+    /// when it was lost.
+    pub(super) fn release(
+        &self,
+        control: &mut Control,
+        was_active: bool,
+        exact: bool,
+    ) -> Result<(), LeaseError> {
+        if !was_active {
+            return control.coordinator.release(None);
+        }
+        let mut state = self.gen.state();
+        if !exact && state.clock_seq == control.reserved_cs {
+            state.reserve(control.until_ms);
+        }
+        control.coordinator.release(Some(&state))
+    }
+}

@@ -1,0 +1,197 @@
+//! The generator's time: the boot clock anchored to the wall clock (or an injected clock),
+//! and the same time limited by the lease deadline and the persisted reservation, as the core
+//! generator reads it.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clockflake::{Clock, Error, Field, Generator, IdBlock, Layout};
+
+use super::stats::WaitTimer;
+use super::{LeaseOptions, Miss, Shared};
+use crate::clock::{boot_ms, wall_ms};
+use crate::LeaseError;
+
+/// How far the wall clock must be behind the generator's time before the generator's time
+/// follows it back (a clock excursion to the future, corrected). Smaller steps back (NTP
+/// slews) stay smoothed: the generator's time waits for the wall clock to catch up.
+pub const FOLLOW_BACK_MS: u64 = 1000;
+
+/// Where wall time comes from.
+pub(super) enum Time {
+    /// The boot clock plus an offset to Unix time: one clock read gives both the id's time
+    /// and the deadline check. The renewal thread re-anchors it to the wall clock when the
+    /// wall clock is ahead, or behind by more than [`FOLLOW_BACK_MS`]: small steps back are
+    /// smoothed, an excursion to the future is not kept for the rest of the process.
+    Boot { anchor: AtomicU64 },
+    /// An injected clock; the boot clock is read besides it for the deadline.
+    Injected(Arc<dyn Clock + Send + Sync>),
+}
+
+impl Time {
+    pub(super) fn new(options: &LeaseOptions) -> Time {
+        match &options.clock {
+            Some(clock) => Time::Injected(Arc::clone(clock)),
+            None => Time::Boot {
+                anchor: AtomicU64::new(wall_ms().saturating_sub(boot_ms())),
+            },
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn now_ms(&self) -> u64 {
+        match self {
+            Time::Boot { anchor } => anchor.load(Ordering::Relaxed) + boot_ms(),
+            Time::Injected(clock) => clock.now_ms(),
+        }
+    }
+
+    /// Follows the wall clock (see [`Time::Boot`]); only the renewal thread calls it.
+    /// Returns whether it stepped back.
+    pub(super) fn follow_wall_clock(&self) -> bool {
+        if let Time::Boot { anchor } = self {
+            let target = wall_ms().saturating_sub(boot_ms());
+            let current = anchor.load(Ordering::Relaxed);
+            if target > current || current - target > FOLLOW_BACK_MS {
+                anchor.store(target, Ordering::Relaxed);
+                return target < current;
+            }
+        }
+        false
+    }
+}
+
+pub(super) trait ComposeClockSeq {
+    fn compose_clock_seq(&self, clock_seq: u64) -> u64;
+}
+
+impl ComposeClockSeq for Layout {
+    fn compose_clock_seq(&self, clock_seq: u64) -> u64 {
+        (clock_seq & self.field_max(Field::ClockSeq)) << self.shift(Field::ClockSeq)
+    }
+}
+
+/// The generator's time as the core reads it (explicit, boot-anchored or injected), turned
+/// into a time no layout holds once the deadline (less `margin_ms`) or the reservation has
+/// passed, so that the core refuses without issuing; `passed` tells the two refusals apart.
+pub(super) struct LimitedClock<'a> {
+    pub(super) shared: &'a Shared,
+    pub(super) explicit_ms: Option<u64>,
+    pub(super) margin_ms: u64,
+    pub(super) passed: Cell<bool>,
+}
+
+impl Clock for LimitedClock<'_> {
+    #[inline(always)]
+    fn now_ms(&self) -> u64 {
+        let shared = self.shared;
+        let boot = boot_ms();
+        let wall = match (self.explicit_ms, &shared.time) {
+            (Some(ms), _) => ms,
+            (None, Time::Boot { anchor }) => anchor.load(Ordering::Relaxed) + boot,
+            (None, Time::Injected(clock)) => clock.now_ms(),
+        };
+        let ok = boot.saturating_add(self.margin_ms)
+            < shared.deadline_boot_ms.load(Ordering::Acquire)
+            && wall <= shared.reserved_wall_ms.load(Ordering::Acquire);
+        self.passed.set(ok);
+        if ok {
+            wall
+        } else {
+            u64::MAX
+        }
+    }
+}
+
+impl LimitedClock<'_> {
+    /// The core's answer: a refusal caused by the limit is [`Miss::Limit`].
+    #[inline(always)]
+    pub(super) fn judge<T>(&self, issued: Result<T, Error>) -> Result<T, Miss> {
+        match issued {
+            Ok(value) => Ok(value),
+            Err(_) if !self.passed.get() => Err(Miss::Limit),
+            Err(error) => Err(Miss::Core(error)),
+        }
+    }
+}
+
+impl Shared {
+    #[inline(always)]
+    pub(super) fn wall_now(&self) -> u64 {
+        self.time.now_ms()
+    }
+
+    /// One try on the fast path: the core generator, on a clock that fails every id once
+    /// the deadline or the reservation has passed.
+    #[inline(always)]
+    pub(super) fn attempt(&self, explicit_ms: Option<u64>) -> Result<u64, Miss> {
+        let clock = self.limited(explicit_ms, 0);
+        clock.judge(self.gen.try_next_id_with(&clock))
+    }
+
+    /// One try at a block of up to `max_count` ids of one tick: as [`Shared::attempt`], but
+    /// the deadline must be at least `margin_ms` away (see [`block_margin_ms`]).
+    #[inline(always)]
+    pub(super) fn attempt_block(
+        &self,
+        explicit_ms: Option<u64>,
+        max_count: u64,
+        margin_ms: u64,
+    ) -> Result<IdBlock, Miss> {
+        let clock = self.limited(explicit_ms, margin_ms);
+        clock.judge(self.gen.try_next_block_with(&clock, max_count))
+    }
+
+    #[inline(always)]
+    pub(super) fn limited(&self, explicit_ms: Option<u64>, margin_ms: u64) -> LimitedClock<'_> {
+        LimitedClock {
+            shared: self,
+            explicit_ms,
+            margin_ms,
+            passed: Cell::new(false),
+        }
+    }
+
+    /// Waits until the wall clock reads `at_ms`, with patience for the wait plus a second.
+    pub(super) fn wait_until(&self, at_ms: u64) -> Result<(), LeaseError> {
+        let _timer = WaitTimer::new(&self.counters, Instant::now());
+        let started = boot_ms();
+        let mut now = self.wall_now();
+        let patience = at_ms.saturating_sub(now) + 1000;
+        while now < at_ms {
+            self.check_alive()?;
+            if boot_ms() - started > patience {
+                return Err(LeaseError::Core(Error::ClockNotAdvancing {
+                    waiting_for_ms: at_ms,
+                    now_ms: now,
+                }));
+            }
+            let remaining = at_ms - now;
+            if remaining > 2 {
+                std::thread::sleep(Duration::from_millis(remaining - 1));
+            } else {
+                std::hint::spin_loop();
+            }
+            now = self.wall_now();
+        }
+        Ok(())
+    }
+
+    /// After a core refusal: when to try again, if waiting is what the caller wants.
+    pub(super) fn retry_at(&self, error: &Error) -> Option<u64> {
+        let now = self.wall_now();
+        if error.retry_at_ms().is_some() {
+            // Core's bound: a full tick only when the next starts within a second.
+            return Generator::blocking_retry_at(error, now);
+        }
+        // A handover whose clock is behind every stored mark: wait for the first to pass.
+        let handover = matches!(
+            error,
+            Error::ClockMovedBackwards { .. } | Error::ClockSequenceExhausted { .. }
+        );
+        (handover && now < self.ready_at_ms && self.ready_at_ms - now <= self.max_handover_wait_ms)
+            .then_some(self.ready_at_ms)
+    }
+}
