@@ -5,7 +5,9 @@
 //   clockflake-<platform>-<version>.tgz       the native addon (Generator.open) for each platform
 //                                             built here (napi-rs: os/cpu/libc, optional)
 // The main package lists every platform package as an optional dependency. LICENSE files come
-// from the repository root when they are there. Needs `make build-node` first.
+// from the repository root when they are there. Needs `make build-node` first. The native
+// binaries are taken from CLOCKFLAKE_NATIVE_DIR when set (make dist-js: a glibc 2.17 build),
+// else from this folder (the local build).
 //   node dist.mjs [outDir]
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,7 +35,8 @@ const PLATFORMS = {
   'darwin-arm64': { os: ['darwin'], cpu: ['arm64'] },
   'win32-x64-msvc': { os: ['win32'], cpu: ['x64'] },
 };
-const built = readdirSync(here)
+const nativeDir = process.env.CLOCKFLAKE_NATIVE_DIR || here;
+const built = readdirSync(nativeDir)
   .map((file) => /^clockflake\.(.+)\.node$/.exec(file)?.[1])
   .filter((platform) => platform in PLATFORMS);
 if (!existsSync(join(here, 'lib', 'index.cjs')) || built.length === 0) throw new Error('run `make build-node` first');
@@ -48,7 +51,7 @@ try {
     const dir = join(staging, platform);
     mkdirSync(dir);
     const binary = `clockflake.${platform}.node`;
-    copyFileSync(join(here, binary), join(dir, binary));
+    copyFileSync(join(nativeDir, binary), join(dir, binary));
     for (const name of LICENSES) copyFileSync(join(root, name), join(dir, name));
     writeFileSync(
       join(dir, 'README.md'),

@@ -16,7 +16,7 @@ NODE_DIR := $(ROOT)/bindings-node
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js
+.PHONY: setup-node build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-glibc217
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -75,8 +75,28 @@ setup-node-smoke: setup-node setup-wasm-chromium
 test-node-smoke: build-node setup-node-smoke
 	cd $(NODE_DIR) && CHROMIUM=$(CHROMIUM) node smoke/run.mjs
 
-dist-js: build-node
-	cd $(NODE_DIR) && node dist.mjs $(DIST_DIR)
+# The linux-x64-gnu addon for dist is built with `cargo zigbuild` against glibc 2.17 (zig from
+# PyPI's ziglang in .venv, installed here if missing), in its own target dir so that it never
+# invalidates the local build, stripped, and refused if it needs a glibc symbol above 2.17.
+ZIG_TARGET_DIR := $(ROOT)/target/zig
+NATIVE_DIST_DIR := $(ROOT)/target/npm-native
+
+setup-zig:
+	@command -v cargo-zigbuild >/dev/null || $(CARGO) install cargo-zigbuild --locked
+	@test -x $(ROOT)/.venv/bin/python || $(PYTHON) -m venv $(ROOT)/.venv
+	@$(ROOT)/.venv/bin/python -c 'import ziglang' 2>/dev/null || $(ROOT)/.venv/bin/python -m pip install -q ziglang
+
+build-node-glibc217: setup-zig setup-rust
+	PATH=$(ROOT)/.venv/bin:$$PATH CARGO_TARGET_DIR=$(ZIG_TARGET_DIR) \
+	  $(CARGO) zigbuild -p clockflake-node --release --target x86_64-unknown-linux-gnu.2.17
+	@mkdir -p $(NATIVE_DIST_DIR)
+	strip -s -o $(NATIVE_DIST_DIR)/clockflake.linux-x64-gnu.node $(ZIG_TARGET_DIR)/x86_64-unknown-linux-gnu/release/libclockflake_node.so
+	@newest=$$(objdump -T $(NATIVE_DIST_DIR)/clockflake.linux-x64-gnu.node | grep -o 'GLIBC_[0-9.]*' | sort -Vu | tail -1); \
+	  echo "clockflake.linux-x64-gnu.node: newest glibc symbol $$newest, $$(stat -c %s $(NATIVE_DIST_DIR)/clockflake.linux-x64-gnu.node) bytes"; \
+	  test "$$(printf '%s\nGLIBC_2.17\n' $$newest | sort -V | tail -1)" = GLIBC_2.17 || { echo "needs glibc above 2.17"; exit 1; }
+
+dist-js: build-node build-node-glibc217
+	cd $(NODE_DIR) && CLOCKFLAKE_NATIVE_DIR=$(NATIVE_DIST_DIR) node dist.mjs $(DIST_DIR)
 
 DEMO_TARGETS += demo-node
 TEST_TARGETS += test-node test-node-smoke
