@@ -1,6 +1,10 @@
 # clockflake Python package (bindings-python/): pyo3 + maturin, tests with pytest.
 #   make setup-python   virtualenv $(ROOT)/.venv with maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel
-#   make test-python    shared vectors + binding tests (pytest), stubtest, ruff, clippy, and an install-as-a-user smoke test
+#   make test-python    shared vectors + binding tests (pytest), stubtest, ruff, clippy
+#   make test-python-dist  the release wheel (linux x86_64, manylinux2014) installed into fresh virtualenvs of
+#                       Python 3.10 to 3.13, and the sdist built from source in one: a smoke test from each
+#   make dist-python    every wheel this machine builds (linux x86_64/aarch64 gnu+musl, windows x64) and the
+#                       sdist, into dist/ (slow: not part of make test)
 #   make setup-faketime libfaketime for the clock-excursion tests (also a prerequisite of test-core)
 #   make demo-python    a few ids with their decoded fields
 #   make test-python-pg the PostgreSQL lease tests (starts a throwaway cluster; part of make test)
@@ -16,7 +20,7 @@ PY_LINT_PATHS := $(PY_DIR)/python $(PY_DIR)/tests $(PY_DIR)/bench $(PY_DIR)/exam
   $(ROOT)/tests/vectors
 PY_BENCH_DEPS := snowflake-id snowflake-id-toolkit uuid-utils python-ulid
 
-.PHONY: setup-python build-python lint-python test-python demo-python bench-python
+.PHONY: setup-python build-python lint-python test-python test-python-dist dist-python demo-python bench-python
 
 # Idempotent: makes the virtualenv only if missing, installs the tools only if one is missing.
 setup-python:
@@ -49,7 +53,13 @@ test-python: build-python lint-python setup-faketime
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests
 	cd $(PY_DIR) && $(PY_BIN) -m mypy.stubtest clockflake
 	cd $(PY_DIR) && $(PY_BIN) -m mypy --strict tests/typing_check.py
-	CARGO_TARGET_DIR=$(ROOT)/target PYTHON=$(PYTHON) bash $(PY_DIR)/scripts/smoke.sh
+
+# The artifacts as a user installs them (scripts/dist-python.sh builds the wheel in target/dist).
+test-python-dist: setup-python
+	VENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target bash $(PY_DIR)/scripts/smoke.sh
+
+dist-python: setup-python
+	VENV=$(PY_VENV) bash $(ROOT)/scripts/dist-python.sh $(DIST_DIR)
 
 demo-python: build-python
 	$(PY_BIN) $(PY_DIR)/examples/demo.py
@@ -60,7 +70,8 @@ bench-python: build-python
 	$(PY_BIN) $(PY_DIR)/bench/bench.py --write $(ROOT)/BENCHMARKS.md
 
 DEMO_TARGETS += demo-python
-TEST_TARGETS += test-python
+TEST_TARGETS += test-python test-python-dist
+DIST_TARGETS += dist-python
 BENCH_TARGETS += bench-python
 
 # The PostgreSQL lease tests of the Python package (a fork over row leases, a row taken away)

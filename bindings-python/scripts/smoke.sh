@@ -1,48 +1,61 @@
 #!/usr/bin/env bash
-# Installs the package as a user would, into fresh virtualenvs outside the source tree:
-#   1. `pip install ./bindings-python` (pip runs maturin through the PEP 517 build backend);
-#   2. a wheel from `maturin build --release`, installed with pip.
-# Each time: import clockflake, make an id, decode it, lease a worker id, encode a public id. CARGO_TARGET_DIR (set by make) lets the
-# builds reuse the compiled crates instead of starting from scratch.
+# Installs the package as a user would, into fresh virtualenvs outside the source tree, and runs
+# scripts/smoke_check.py from each (import, an id, decode, an error's code, __version__, a file:// lease):
+#   1. the release wheel for linux x86_64 (manylinux2014), built by scripts/dist-python.sh (which
+#      checks it with auditwheel and against the size budget), into Python 3.10, 3.11, 3.12 and 3.13;
+#   2. the sdist, built from source by pip (maturin through the PEP 517 backend) into one virtualenv.
+# VENV: the virtualenv of `make setup-python`; CARGO_TARGET_DIR lets the sdist build reuse the
+# compiled dependencies (the wheel has its own, target/dist).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+VENV=${VENV:-$ROOT/.venv}
 PYTHON=${PYTHON:-python3}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+VERSION=$("$VENV/bin/python" -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["workspace"]["package"]["version"])' "$ROOT/Cargo.toml")
+PY_VERSIONS=(3.10 3.11 3.12 3.13)
 
 check() {
-  (cd "$WORK" && "$1/bin/python" - <<'PY'
-import clockflake
-from clockflake import Generator, decode
-assert "site-packages" in clockflake.__file__, clockflake.__file__
-gen = Generator(worker_id=1)
-id = gen.next_id()
-parts = decode(id)
-assert parts.worker_id == 1 and decode(str(id)) == parts, parts
-try:
-    decode(-1)
-except clockflake.InvalidIdError as error:
-    assert error.code == "INVALID_ID" and isinstance(error, ValueError)
-import tempfile
-with tempfile.TemporaryDirectory() as d:
-    with Generator.open(f"file://{d}?app=smoke") as leased:
-        assert decode(leased.next_id()).worker_id == leased.worker_id == 0
-codec = clockflake.PublicIds(1, bytes(16))
-assert codec.decode_text(codec.encode_text(id)) == id
-print(f"smoke: {clockflake.__file__}: {id} -> {parts}")
-PY
-  )
+  cp "$ROOT/bindings-python/scripts/smoke_check.py" "$WORK/"
+  (cd "$WORK" && "$1/bin/python" smoke_check.py "$VERSION")
 }
 
-echo "smoke: pip install ./bindings-python into a fresh virtualenv"
-"$PYTHON" -m venv "$WORK/from-source"
-"$WORK/from-source/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/bindings-python"
-check "$WORK/from-source"
+# An interpreter for version $1: pyenv's, else one on PATH.
+interpreter() {
+  local root found
+  root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+  found=$(ls -d "$root"/versions/"$1".*/bin/python"$1" 2>/dev/null | sort -V | tail -1 || true)
+  if [ -z "$found" ] && command -v "python$1" >/dev/null && "python$1" -c '' 2>/dev/null; then
+    found=$(command -v "python$1")
+  fi
+  echo "$found"
+}
 
-echo "smoke: maturin build --release, then pip install the wheel into another fresh virtualenv"
-"$WORK/from-source/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.9.4,<2"
-"$WORK/from-source/bin/maturin" build -q --release -m "$ROOT/bindings-python/Cargo.toml" -o "$WORK/wheels"
-ls "$WORK"/wheels/*-abi3-*.whl >/dev/null
-"$PYTHON" -m venv "$WORK/from-wheel"
-"$WORK/from-wheel/bin/python" -m pip install -q --disable-pip-version-check "$WORK"/wheels/*.whl
-check "$WORK/from-wheel"
+echo "smoke: the release wheel (linux x86_64, manylinux2014)"
+VENV=$VENV CARGO_TARGET_DIR="$ROOT/target/dist" bash "$ROOT/scripts/dist-python.sh" "$WORK/wheels" x86_64-unknown-linux-gnu
+wheel=$(ls "$WORK"/wheels/clockflake-"$VERSION"-cp310-abi3-manylinux*_x86_64.whl)
+listing=$(unzip -l "$wheel")
+for file in LICENSE-MIT LICENSE-APACHE; do
+  grep -q "dist-info/licenses/$file\$" <<<"$listing" || { echo "smoke: no $file in $wheel" >&2; exit 1; }
+done
+for v in "${PY_VERSIONS[@]}"; do
+  python=$(interpreter "$v")
+  if [ -z "$python" ]; then
+    echo "smoke: SKIPPED Python $v: no interpreter here (neither under $(pyenv root 2>/dev/null || echo ~/.pyenv)/versions nor python$v on PATH)"
+    continue
+  fi
+  "$python" -m venv "$WORK/py$v"
+  "$WORK/py$v/bin/python" -m pip install -q --disable-pip-version-check --no-index "$wheel"
+  check "$WORK/py$v"
+done
+
+echo "smoke: the sdist, built from source by pip into a fresh virtualenv"
+"$VENV/bin/maturin" sdist -m "$ROOT/bindings-python/Cargo.toml" -o "$WORK/sdist"
+sdist=$(ls "$WORK"/sdist/clockflake-"$VERSION".tar.gz)
+listing=$(tar -tzf "$sdist")
+for file in LICENSE-MIT LICENSE-APACHE README.md pyproject.toml; do
+  grep -qx "clockflake-$VERSION/$file" <<<"$listing" || { echo "smoke: no $file in $sdist" >&2; exit 1; }
+done
+"$PYTHON" -m venv "$WORK/from-sdist"
+"$WORK/from-sdist/bin/python" -m pip install -q --disable-pip-version-check "$sdist"
+check "$WORK/from-sdist"

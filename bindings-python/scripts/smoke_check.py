@@ -1,0 +1,42 @@
+"""What a user does first with an installed clockflake; run from outside the source tree.
+
+Usage: python smoke_check.py EXPECTED_VERSION
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+
+import clockflake
+from clockflake import Generator, decode
+
+
+def main(expected_version: str) -> None:
+    assert "site-packages" in clockflake.__file__, clockflake.__file__
+    assert clockflake.__version__ == expected_version, clockflake.__version__
+    gen = Generator(worker_id=1)
+    id = gen.next_id()
+    parts = decode(id)
+    assert parts.worker_id == 1, parts
+    assert decode(str(id)) == parts, parts
+    try:
+        decode(-1)
+    except clockflake.InvalidIdError as error:
+        assert error.code == "INVALID_ID", error.code
+        assert isinstance(error, ValueError)
+    else:
+        raise AssertionError("decode(-1) raised nothing")
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        Generator.open(f"file://{directory}?app=smoke") as leased,
+    ):
+        assert decode(leased.next_id()).worker_id == leased.worker_id == 0
+    codec = clockflake.PublicIds(1, bytes(16))
+    assert codec.decode_text(codec.encode_text(id)) == id
+    version = ".".join(map(str, sys.version_info[:3]))
+    print(f"smoke: Python {version}, clockflake {clockflake.__version__}: {id} -> {parts}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
