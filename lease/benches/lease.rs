@@ -10,7 +10,7 @@
 //! (the same server identity, pod or namespace every time, as a restart). Per id: one thread,
 //! interleaved rounds of [`IDS`] ids each, medians; the layout has 23 sequence bits, so no
 //! generator ever waits for the next millisecond and the figure is the cost of an id itself
-//! (clock read, checks, compare-and-swap). The block rows take runs of 256 ids in one step
+//! (clock read, checks, compare-and-swap); each round starts with another generator. The block rows take runs of 256 ids in one step
 //! (what the Node binding does) and count the cost per id, the iteration included.
 
 use std::hint::black_box;
@@ -156,21 +156,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut leased_ns: Vec<Vec<f64>> = vec![Vec::new(); leased.len()];
     let mut static_block_ns = Vec::new();
     let mut leased_block_ns = Vec::new();
-    for _ in 0..ROUNDS {
-        static_ns.push(per_id_ns(|| fixed.next_id().unwrap_or(0)));
-        for ((_, gen), samples) in leased.iter().zip(&mut leased_ns) {
-            samples.push(per_id_ns(|| gen.next_id().unwrap_or(0)));
+    // Each round starts one generator later, so that no generator always runs first or
+    // last in a round (a fixed order showed a drift from the first to the last).
+    let generators = leased.len() + 1;
+    for round in 0..ROUNDS {
+        for turn in 0..generators {
+            match (round + turn) % generators {
+                0 => static_ns.push(per_id_ns(|| fixed.next_id().unwrap_or(0))),
+                i => {
+                    let gen = &leased[i - 1].1;
+                    leased_ns[i - 1].push(per_id_ns(|| gen.next_id().unwrap_or(0)));
+                }
+            }
         }
-        static_block_ns.push(per_id_ns_blocks(|| {
-            fixed
-                .try_next_block_with(&clock, BLOCK)
-                .into_iter()
-                .flatten()
-        }));
+        let static_block = || {
+            per_id_ns_blocks(|| {
+                fixed
+                    .try_next_block_with(&clock, BLOCK)
+                    .into_iter()
+                    .flatten()
+            })
+        };
+        let leased_block = |file: &LeasedGenerator| {
+            per_id_ns_blocks(|| file.next_block(BLOCK).into_iter().flatten())
+        };
+        if round % 2 == 0 {
+            static_block_ns.push(static_block());
+        }
         if let Some((_, file)) = leased.first() {
-            leased_block_ns.push(per_id_ns_blocks(|| {
-                file.next_block(BLOCK).into_iter().flatten()
-            }));
+            leased_block_ns.push(leased_block(file));
+        }
+        if round % 2 == 1 {
+            static_block_ns.push(static_block());
         }
     }
     let base = median(static_ns);
