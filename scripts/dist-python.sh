@@ -5,9 +5,12 @@
 #   scripts/dist-python.sh OUT_DIR [TARGET...]   wheels for TARGETs (default: every target below),
 #                                                 plus the sdist when no TARGET is named
 #
-# Targets: the Linux ones (manylinux2014 = glibc 2.17, musllinux_1_2) and Windows x64 (gnu ABI,
-# linked by zig) build here; macOS is left to the CI workflow (.github/workflows/python-release.yml),
-# because ring (rustls's crypto) needs the macOS SDK's headers, which zig does not ship.
+# Targets: Linux x86_64 and aarch64, as manylinux2014 (glibc 2.17) and musllinux_1_2. macOS is left
+# to the CI workflow (.github/workflows/python-release.yml): with --zig, ring's C compiles for
+# aarch64-apple-darwin, but the link needs the macOS SDK's frameworks (Security, CoreFoundation,
+# SystemConfiguration, for the TLS clients' certificate stores): "unable to find system framework
+# "Security". searched paths: none"; zig ships no SDK and there is none here. No Windows: the lease
+# crate is Unix-only (file locks, fork handling).
 # Every Linux wheel is checked with `auditwheel show` (its platform tag), and the x86_64 ones
 # against a size ceiling; the aarch64 manylinux wheel is run under qemu-user with Debian's arm64
 # CPython (scripts/dist-python-arm64.sh). The musl wheels are built and audited, not run: there is
@@ -34,7 +37,6 @@ ALL_TARGETS=(
   aarch64-unknown-linux-gnu
   x86_64-unknown-linux-musl
   aarch64-unknown-linux-musl
-  x86_64-pc-windows-gnu
 )
 TARGETS=("$@")
 SDIST=0
@@ -59,7 +61,6 @@ for target in "${TARGETS[@]}"; do
   case "$target" in
     *-linux-gnu) pattern="clockflake-*manylinux*_$arch.whl" ;;
     *-linux-musl) pattern="clockflake-*musllinux*_$arch.whl" ;;
-    *-windows-*) pattern="clockflake-*-win_amd64.whl" ;;
   esac
   rm -f "$OUT"/$pattern
   compat=$(compatibility "$target")
