@@ -10,13 +10,14 @@
 #   make bench-node   benchmark against npm peers (installed into bench/ only here)
 #   make test-node-smoke  the packed tarballs installed as users do: Node ESM/CJS with and without the
 #                     native package, Bun, Deno, Vite and esbuild pages in headless Chromium, bundle sizes
-#   make dist-js      dist/clockflake-<version>.tgz and dist/clockflake-<platform>-<version>.tgz (npm pack)
+#   make dist-js      dist/clockflake-<version>.tgz and dist/clockflake-<platform>-<version>.tgz (npm pack; addons
+#                     cross-built for linux x64/arm64, glibc 2.17 and musl)
 NODE_DIR := $(ROOT)/bindings-node
 # package.json "overrides" pins three helpers of @napi-rs/cli (lzma, tar, wasm-tools) one release
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-glibc217
+.PHONY: setup-node build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -75,27 +76,40 @@ setup-node-smoke: setup-node setup-wasm-chromium
 test-node-smoke: build-node setup-node-smoke
 	cd $(NODE_DIR) && CHROMIUM=$(CHROMIUM) node smoke/run.mjs
 
-# The linux-x64-gnu addon for dist is built with `cargo zigbuild` against glibc 2.17 (zig from
-# PyPI's ziglang in .venv, installed here if missing), in its own target dir so that it never
-# invalidates the local build, stripped, and refused if it needs a glibc symbol above 2.17.
+# The native addons for dist, cross-built with `cargo zigbuild` (zig from PyPI's ziglang in
+# .venv, installed here if missing), in their own target dir so that they never invalidate the
+# local build: Linux x64 and arm64, glibc (symbols no newer than 2.17, checked with objdump -T:
+# RHEL/CentOS 7 and newer) and musl (Alpine; -crt-static, as a cdylib needs). Stripped. Only the
+# x64 glibc one runs here (the smoke tests); the others are checked for format and symbols.
 ZIG_TARGET_DIR := $(ROOT)/target/zig
 NATIVE_DIST_DIR := $(ROOT)/target/npm-native
+NATIVE_TARGETS := x86_64-unknown-linux-gnu.2.17:linux-x64-gnu aarch64-unknown-linux-gnu.2.17:linux-arm64-gnu \
+  x86_64-unknown-linux-musl:linux-x64-musl aarch64-unknown-linux-musl:linux-arm64-musl
 
 setup-zig:
 	@command -v cargo-zigbuild >/dev/null || $(CARGO) install cargo-zigbuild --locked
 	@test -x $(ROOT)/.venv/bin/python || $(PYTHON) -m venv $(ROOT)/.venv
 	@$(ROOT)/.venv/bin/python -c 'import ziglang' 2>/dev/null || $(ROOT)/.venv/bin/python -m pip install -q ziglang
+	@for t in $(NATIVE_TARGETS); do triple=$${t%%:*}; triple=$${triple%.2.17}; \
+	  rustup target list --installed | grep -qx $$triple || rustup target add $$triple; done
 
-build-node-glibc217: setup-zig setup-rust
-	PATH=$(ROOT)/.venv/bin:$$PATH CARGO_TARGET_DIR=$(ZIG_TARGET_DIR) \
-	  $(CARGO) zigbuild -p clockflake-node --release --target x86_64-unknown-linux-gnu.2.17
+build-node-cross: setup-zig setup-rust
 	@mkdir -p $(NATIVE_DIST_DIR)
-	strip -s -o $(NATIVE_DIST_DIR)/clockflake.linux-x64-gnu.node $(ZIG_TARGET_DIR)/x86_64-unknown-linux-gnu/release/libclockflake_node.so
-	@newest=$$(objdump -T $(NATIVE_DIST_DIR)/clockflake.linux-x64-gnu.node | grep -o 'GLIBC_[0-9.]*' | sort -Vu | tail -1); \
-	  echo "clockflake.linux-x64-gnu.node: newest glibc symbol $$newest, $$(stat -c %s $(NATIVE_DIST_DIR)/clockflake.linux-x64-gnu.node) bytes"; \
-	  test "$$(printf '%s\nGLIBC_2.17\n' $$newest | sort -V | tail -1)" = GLIBC_2.17 || { echo "needs glibc above 2.17"; exit 1; }
+	@for t in $(NATIVE_TARGETS); do \
+	  spec=$${t%%:*}; platform=$${t##*:}; triple=$${spec%.2.17}; \
+	  PATH=$(ROOT)/.venv/bin:$$PATH CARGO_TARGET_DIR=$(ZIG_TARGET_DIR) \
+	    CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static" \
+	    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static" \
+	    $(CARGO) zigbuild -q -p clockflake-node --release --target $$spec || exit 1; \
+	  out=$(NATIVE_DIST_DIR)/clockflake.$$platform.node; \
+	  cp $(ZIG_TARGET_DIR)/$$triple/release/libclockflake_node.so $$out; \
+	  newest=$$(objdump -T $$out 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -Vu | tail -1 || true); \
+	  echo "$$platform: $$(file -b $$out | cut -d, -f1-2), $$(stat -c %s $$out) bytes, newest glibc symbol: $${newest:-none}"; \
+	  case $$triple in *gnu) test "$$(printf '%s\nGLIBC_2.17\n' $$newest | sort -V | tail -1)" = GLIBC_2.17 \
+	    || { echo "$$platform needs glibc above 2.17"; exit 1; };; esac; \
+	done
 
-dist-js: build-node build-node-glibc217
+dist-js: build-node build-node-cross
 	cd $(NODE_DIR) && CLOCKFLAKE_NATIVE_DIR=$(NATIVE_DIST_DIR) node dist.mjs $(DIST_DIR)
 
 DEMO_TARGETS += demo-node
