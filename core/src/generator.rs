@@ -128,6 +128,46 @@ impl State {
             *mark = Some(mark.map_or(until_ms, |ms| ms.max(until_ms)));
         }
     }
+
+    /// Where a new holder of this state continues at `now_ms`: the clock sequence, and the
+    /// Unix ms from which it can issue ids in it (0: at once). This is the rotation rule of
+    /// `clock-sequence` applied to a stored state: the first clock sequence in rotation from
+    /// the stored one whose mark is below the clock's tick (never used counts); if none is,
+    /// the one whose mark passes first, ready on the first tick after that mark.
+    ///
+    /// ```
+    /// use clockflake::{Layout, State, MAX_CLOCK_SEQS};
+    /// let layout = Layout::CLOCKSEQ;
+    /// let t = 1_735_689_600_000;
+    /// let mut state = State {
+    ///     layout_fingerprint: layout.fingerprint(),
+    ///     worker_id: 1,
+    ///     clock_seq: 0,
+    ///     high_water_ms: [None; MAX_CLOCK_SEQS],
+    /// };
+    /// state.reserve(t);
+    /// assert_eq!(state.resume_point(&layout, t + 1), (0, 0)); // past the mark: stay
+    /// assert_eq!(state.resume_point(&layout, t - 60_000), (1, 0)); // behind it: the next one
+    /// ```
+    pub fn resume_point(&self, layout: &Layout, now_ms: u64) -> (u64, u64) {
+        let count = layout.clock_seqs();
+        let tick = |ms: u64| ms.saturating_sub(layout.epoch_ms()) / layout.unit_ms();
+        let now_tick = tick(now_ms);
+        let mark_of = |k: u64| self.high_water_ms.get(k as usize).copied().flatten();
+        for step in 0..count {
+            let k = (self.clock_seq + step) % count;
+            match mark_of(k) {
+                None => return (k, 0),
+                Some(mark) if tick(mark) < now_tick => return (k, 0),
+                Some(_) => {}
+            }
+        }
+        let (k, mark) = (0..count)
+            .filter_map(|k| Some((k, mark_of(k)?)))
+            .min_by_key(|&(_, mark)| mark)
+            .unwrap_or((self.clock_seq, now_ms));
+        (k, layout.tick_to_ms(tick(mark) + 1))
+    }
 }
 
 /// A run of consecutive ids of one tick, handed out by one atomic step.

@@ -311,6 +311,17 @@ impl Layout {
         (1u64 << self.bits(field)) - 1
     }
 
+    /// A field's value in its place within an id (masked to the field's width), for composing
+    /// ids from parts bit by bit.
+    ///
+    /// ```
+    /// use clockflake::{Field, Layout};
+    /// assert_eq!(Layout::CLOCKSEQ.place(Field::ClockSeq, 1), 1 << 19);
+    /// ```
+    pub const fn place(&self, field: Field, value: u64) -> u64 {
+        (value & self.field_max(field)) << self.shift(field)
+    }
+
     /// The fields that have at least one bit, most significant first, with their widths.
     pub fn fields(&self) -> impl Iterator<Item = (Field, u32)> + '_ {
         self.order

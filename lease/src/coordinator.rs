@@ -138,38 +138,6 @@ pub(crate) fn check_clock(
     Ok(Some(skew_ms))
 }
 
-fn tick(layout: &Layout, ms: u64) -> u64 {
-    ms.saturating_sub(layout.epoch_ms()) / layout.unit_ms()
-}
-
-/// The clock sequence a new holder of `state` continues in at `now_ms`, and the wall ms from
-/// which it can issue ids there (0: at once).
-///
-/// It is the first clock sequence in rotation from the stored one whose mark is below the
-/// clock's tick (never used counts); if none is, the one whose mark passes first, ready on the
-/// first tick after that mark.
-pub fn choose_clock_seq(layout: &Layout, state: &State, now_ms: u64) -> (u64, u64) {
-    let count = layout.clock_seqs();
-    let now_tick = tick(layout, now_ms);
-    let mark_of = |k: u64| state.high_water_ms.get(k as usize).copied().flatten();
-    for step in 0..count {
-        let k = (state.clock_seq + step) % count;
-        match mark_of(k) {
-            None => return (k, 0),
-            Some(mark) if tick(layout, mark) < now_tick => return (k, 0),
-            Some(_) => {}
-        }
-    }
-    let (k, mark) = (0..count)
-        .filter_map(|k| Some((k, mark_of(k)?)))
-        .min_by_key(|&(_, mark)| mark)
-        .unwrap_or((state.clock_seq, now_ms));
-    (
-        k,
-        layout.epoch_ms() + (tick(layout, mark) + 1) * layout.unit_ms(),
-    )
-}
-
 /// Free worker ids in the order a starting holder should try them: those whose record it
 /// can use at `now_ms` first, lowest worker id first, then the others by when their record
 /// becomes usable. A record that cannot be read keeps its place among the usable ones, so
@@ -199,7 +167,7 @@ pub(crate) fn preference_order<W>(
 pub fn ready_at_ms(layout: &Layout, state: Option<&State>, now_ms: u64) -> u64 {
     match state {
         Some(state) if state.layout_fingerprint == layout.fingerprint() => {
-            choose_clock_seq(layout, state, now_ms).1
+            state.resume_point(layout, now_ms).1
         }
         _ => 0,
     }

@@ -24,7 +24,7 @@ use clockflake::{
 };
 
 use crate::clock::boot_ms;
-use crate::coordinator::{choose_clock_seq, Grant};
+use crate::coordinator::Grant;
 use crate::{Coordinator, LeaseError};
 
 mod renewer;
@@ -35,8 +35,8 @@ mod time;
 use renewer::{renew_thread, Control, Notes, Signal};
 use stats::Counters;
 pub use stats::{LeaseCounters, LeaseStats};
+use time::Time;
 pub use time::FOLLOW_BACK_MS;
-use time::{ComposeClockSeq, Time};
 
 /// Longest an id call waits for the renewal thread to persist a reservation it needs; past it
 /// the call refuses with [`LeaseError::RenewalLate`] (retryable).
@@ -261,7 +261,7 @@ impl LeasedGenerator {
         };
         if state.layout_fingerprint == layout.fingerprint() && state.clock_seq < layout.clock_seqs()
         {
-            let (clock_seq, ready_at_ms) = choose_clock_seq(&layout, &state, now_ms);
+            let (clock_seq, ready_at_ms) = state.resume_point(&layout, now_ms);
             state.clock_seq = clock_seq;
             let gen = Generator::resume(layout, &state, options.generator)?;
             let policy = gen.policy();
@@ -301,7 +301,7 @@ impl LeasedGenerator {
                 time,
                 deadline_boot_ms: AtomicU64::new(deadline),
                 reserved_wall_ms: AtomicU64::new(until_ms - ahead_ms),
-                reserved_cs_bits: AtomicU64::new(layout.compose_clock_seq(clock_seq)),
+                reserved_cs_bits: AtomicU64::new(layout.place(Field::ClockSeq, clock_seq)),
                 lifecycle: AtomicU8::new(ACTIVE),
                 wanted_wall_ms: AtomicU64::new(0),
                 forked: AtomicBool::new(false),

@@ -1,14 +1,13 @@
 //! The renewer: the renewal thread and what only it (and start and close) touch, the
 //! coordinator behind its mutex; id calls only ask it for a reservation and wait a bounded time.
 
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
-
 use super::stats::WaitTimer;
-use super::time::ComposeClockSeq;
 use super::{lock, Shared, ACTIVE, RENEWAL_WAIT};
 use crate::clock::boot_ms;
 use crate::{Coordinator, LeaseError};
+use clockflake::Field;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// How often the renewal thread looks at the wall clock (to follow it forward or back), even
 /// when no renewal is due.
@@ -237,7 +236,7 @@ impl Shared {
                     // coverage check, so none of them goes past this reservation.
                     self.reserved_wall_ms.store(reserved, Ordering::Release);
                 }
-                let cs_bits = self.layout().compose_clock_seq(state.clock_seq);
+                let cs_bits = self.layout().place(Field::ClockSeq, state.clock_seq);
                 self.reserved_cs_bits.store(cs_bits, Ordering::Release);
                 if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
                     self.stop_ids();

@@ -5,9 +5,9 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use clockflake::{Clock, Error, Field, Generator, IdBlock, Layout};
+use clockflake::{Clock, Error, Generator, IdBlock};
 
 use super::stats::WaitTimer;
 use super::{LeaseOptions, Miss, Shared};
@@ -60,16 +60,6 @@ impl Time {
             }
         }
         false
-    }
-}
-
-pub(super) trait ComposeClockSeq {
-    fn compose_clock_seq(&self, clock_seq: u64) -> u64;
-}
-
-impl ComposeClockSeq for Layout {
-    fn compose_clock_seq(&self, clock_seq: u64) -> u64 {
-        (clock_seq & self.field_max(Field::ClockSeq)) << self.shift(Field::ClockSeq)
     }
 }
 
@@ -154,29 +144,18 @@ impl Shared {
         }
     }
 
-    /// Waits until the wall clock reads `at_ms`, with patience for the wait plus a second.
+    /// Waits until the wall clock reads `at_ms` on core's wait loop (patience for the wait
+    /// plus a second), checking before each pause that the lease is still alive.
     pub(super) fn wait_until(&self, at_ms: u64) -> Result<(), LeaseError> {
         let _timer = WaitTimer::new(&self.counters, Instant::now());
-        let started = boot_ms();
-        let mut now = self.wall_now();
-        let patience = at_ms.saturating_sub(now) + 1000;
-        while now < at_ms {
+        clockflake::wait_until(&|| self.wall_now(), at_ms, |pause| {
             self.check_alive()?;
-            if boot_ms() - started > patience {
-                return Err(LeaseError::Core(Error::ClockNotAdvancing {
-                    waiting_for_ms: at_ms,
-                    now_ms: now,
-                }));
+            match pause {
+                Some(duration) => std::thread::sleep(duration),
+                None => std::hint::spin_loop(),
             }
-            let remaining = at_ms - now;
-            if remaining > 2 {
-                std::thread::sleep(Duration::from_millis(remaining - 1));
-            } else {
-                std::hint::spin_loop();
-            }
-            now = self.wall_now();
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// After a core refusal: when to try again, if waiting is what the caller wants.
