@@ -18,6 +18,7 @@ import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';
 import { ClockflakeError, adopt, coded, describe, integer, onlyKnownKeys, plainObject, typeError } from './errors.js';
 
 export { ClockflakeError };
+export { PublicIds } from './public-ids.js';
 
 // ---------------------------------------------------------------------------------------------
 // The native addon (leases only)
@@ -744,95 +745,6 @@ export class Generator {
       now = this.#clock === null ? Date.now() : this.#readClock();
     }
     return now;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Public ids
-
-const MAX_KEY_VERSION = 31;
-/** Lets `withOldKey` build a codec around a native handle it already has. */
-let adopting = null;
-
-function keyVersion(version) {
-  if (typeof version !== 'number') throw typeError('version', 'a number 0..=31', version);
-  if (!Number.isInteger(version) || version < 0 || version > MAX_KEY_VERSION) {
-    throw coded(RangeError, 'INVALID_KEY_VERSION', `invalid key version: expected 0..=${MAX_KEY_VERSION} and not already in the key ring, found ${version}`);
-  }
-  return version;
-}
-
-function keyBytes(key) {
-  if (!(key instanceof Uint8Array)) throw typeError('key', 'a Uint8Array or Buffer of 16 bytes', key);
-  if (key.length !== 16) throw coded(RangeError, 'INVALID_ARG_VALUE', `key: expected 16 bytes, found ${key.length} bytes`);
-  return key;
-}
-
-function bigintArg(value, name) {
-  if (typeof value !== 'bigint') throw typeError(name, 'a bigint (a number loses precision above 2^53)', value);
-  return value;
-}
-
-/**
- * Public ids that reveal nothing: a keyed, reversible permutation of the 63-bit id space
- * (6-round Feistel network, SipHash rounds), and a 16-character text form with a key version
- * and a checksum. It hides when, where and how many; it is not a capability: anyone can submit
- * a public id and get some raw id back, so never use it for authorisation.
- */
-export class PublicIds {
-  #handle;
-  #version;
-
-  /**
-   * @param {number} version the key's version, 0..=31 (the text form's first character)
-   * @param {Uint8Array} key 16 secret bytes (a `Buffer` works)
-   */
-  constructor(version, key) {
-    if (adopting !== null) {
-      const [base, currentVersion, oldVersion, oldKey] = adopting;
-      adopting = null;
-      this.#version = currentVersion;
-      this.#handle = engine.publicIds(this, base, oldVersion, oldKey);
-      return;
-    }
-    this.#version = keyVersion(version);
-    this.#handle = engine.publicIds(this, -1, this.#version, keyBytes(key));
-  }
-
-  /** A new codec with the same keys plus an older key, used only to decode texts made with it. */
-  withOldKey(version, key) {
-    adopting = [this.#handle, this.#version, keyVersion(version), keyBytes(key)];
-    try {
-      return new PublicIds(undefined, undefined);
-    } finally {
-      adopting = null;
-    }
-  }
-
-  /** The version of the current key (the one `encode` and `encodeText` use). */
-  get currentVersion() {
-    return this.#version;
-  }
-
-  /** The public number of an id (a bigint below 2^63), under the current key. */
-  encode(id) {
-    return engine.publicEncode(this.#handle, bigintArg(id, 'id'));
-  }
-
-  /** The id behind a public number, under the current key. */
-  decode(publicId) {
-    return engine.publicDecode(this.#handle, bigintArg(publicId, 'publicId'));
-  }
-
-  /** The 16-character text form of an id (Crockford base32, upper case). */
-  encodeText(id) {
-    return engine.publicEncodeText(this.#handle, bigintArg(id, 'id'));
-  }
-
-  /** The id behind a text form (case-insensitive); a typo is an `INVALID_PUBLIC_ID` error, never a wrong id. */
-  decodeText(text) {
-    if (typeof text !== 'string') throw typeError('text', 'a string of 16 characters', text);
-    return engine.publicDecodeText(this.#handle, text);
   }
 }
 
