@@ -70,6 +70,14 @@ for target in "${TARGETS[@]}"; do
   wheel=$(ls "$OUT"/$pattern)
   bytes=$(stat -c %s "$wheel")
   echo "dist-python: $(basename "$wheel"): $bytes bytes"
+  # Stripped: no symbol table in the extension (readelf reads any ELF architecture).
+  so=$(mktemp -d)
+  unzip -q "$wheel" 'clockflake/*.so' -d "$so"
+  if readelf -S "$so"/clockflake/*.so | grep -q '\.symtab'; then
+    echo "dist-python: $(basename "$wheel"): the extension keeps its symbol table (not stripped)" >&2
+    exit 1
+  fi
+  rm -rf "$so"
   case "$compat" in
     manylinux2014)
       # auditwheel names the most compatible tag the wheel's symbol versions and libraries allow.
