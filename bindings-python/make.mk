@@ -3,8 +3,9 @@
 #   make test-python    shared vectors + binding tests (pytest), stubtest, ruff, clippy
 #   make test-python-dist  the release wheel (linux x86_64, manylinux2014) installed into fresh virtualenvs of
 #                       Python 3.10 to 3.13, and the sdist built from source in one: a smoke test from each
-#   make dist-python    every wheel this machine builds (linux x86_64/aarch64 gnu+musl, windows x64) and the
-#                       sdist, into dist/ (slow: not part of make test)
+#   make dist-python    every wheel this machine builds (linux x86_64/aarch64, manylinux2014 and musllinux_1_2)
+#                       and the sdist, into dist/ (slow, about 6 minutes here: not part of make test);
+#                       macOS wheels come from .github/workflows/python-release.yml
 #   make setup-faketime libfaketime for the clock-excursion tests (also a prerequisite of test-core)
 #   make demo-python    a few ids with their decoded fields
 #   make test-python-pg the PostgreSQL lease tests (starts a throwaway cluster; part of make test)
