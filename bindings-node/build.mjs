@@ -1,7 +1,9 @@
 // Builds the package's JavaScript into lib/ from js/ (ES module sources) with esbuild:
 //   lib/index.cjs    Node's entry (require), with the native loader for Generator.open
 //   lib/index.mjs    Node's entry (import): the same objects as index.cjs
-//   lib/browser.mjs  browsers, workers, Deno (and bundlers' `import`); lib/browser.cjs for `require`
+//   lib/browser.mjs  browsers, web workers, Deno (and bundlers' `import`); lib/browser.cjs for `require`
+//   lib/workerd.mjs  Cloudflare Workers (workerd), which refuse to compile wasm from bytes: it imports
+//                    lib/clockflake.wasm as a module instead (wrangler bundles .wasm imports so)
 //   lib/decode.mjs, lib/decode.cjs   `clockflake/decode`: decoding only, plain JavaScript
 // The wasm engine (bindings-wasm, `make build-wasm`) is inlined as bytes and instantiated
 // synchronously: no .wasm file to locate, no bundler configuration, no `await init()`.
@@ -32,12 +34,16 @@ const inlineWasm = {
 };
 const WASM = join(here, '../bindings-wasm/pkg/web/clockflake_wasm_bg.wasm');
 
-/** `clockflake:wasm`: the engine's bytes, plain (`deflated` false) or deflated + inflated at load. */
+/**
+ * `clockflake:wasm`: the engine's bytes, plain (`deflated` false) or deflated + inflated at load,
+ * or (`deflated` 'module') a WebAssembly.Module imported from lib/clockflake.wasm.
+ */
 const wasmModule = (deflated) => ({
   name: 'wasm-bytes',
   setup(builder) {
     builder.onResolve({ filter: /^clockflake:wasm$/ }, () => ({ path: 'wasm', namespace: 'clockflake' }));
     builder.onLoad({ filter: /^wasm$/, namespace: 'clockflake' }, () => {
+      if (deflated === 'module') return { contents: "import module from './clockflake.wasm';\nexport const wasmBytes = module;", loader: 'js', resolveDir: here };
       if (!deflated) return { contents: `import bytes from ${JSON.stringify(WASM)};\nexport const wasmBytes = bytes;`, loader: 'js', resolveDir: here };
       const bytes = readFileSync(WASM);
       const packed = deflateRawSync(bytes, { level: 9 }).toString('base64');
@@ -69,6 +75,18 @@ copyFileSync(join(here, 'js/index.mjs'), join(lib, 'index.mjs'));
 for (const [format, file] of [['esm', 'browser.mjs'], ['cjs', 'browser.cjs']]) {
   await build({ ...common, plugins: browserPlugins, entryPoints: [join(here, 'js/default.js')], outfile: join(lib, file), format, platform: 'neutral', target: 'es2020' });
 }
+
+await build({
+  ...common,
+  plugins: [inlineWasm, wasmModule('module')],
+  external: ['./clockflake.wasm'],
+  entryPoints: [join(here, 'js/default.js')],
+  outfile: join(lib, 'workerd.mjs'),
+  format: 'esm',
+  platform: 'neutral',
+  target: 'es2022',
+});
+copyFileSync(WASM, join(lib, 'clockflake.wasm'));
 
 // The decode-only entry carries the preset layouts as the core describes them.
 const { layouts } = createRequire(import.meta.url)(join(lib, 'index.cjs'));

@@ -193,13 +193,18 @@ export function idRange(handle, fromMs, toMs) {
 // ---------------------------------------------------------------------------------------------
 // Generators
 
-const freeing = new FinalizationRegistry((handle) => wasm_gen_free(handle));
+/**
+ * Frees a generator's engine slot when its JS object is collected; Cloudflare Workers have no
+ * FinalizationRegistry, so there a slot lives until `close()` (or the isolate) ends it.
+ */
+const registry = (free) => (typeof FinalizationRegistry === 'function' ? new FinalizationRegistry(free) : null);
+const freeing = registry((handle) => wasm_gen_free(handle));
 
 /** A generator's handle; freed when `owner` is garbage-collected, or by `freeGenerator`. */
 export function createGenerator(owner, layout, workerId, onRollback, maxWaitMs, maxDriftMs) {
   const handle = wasm_gen_new(layout, workerId, onRollback ?? '', maxWaitMs ?? -1, maxDriftMs ?? -1);
   if (handle < 0) throw takeError();
-  freeing.register(owner, handle, owner);
+  freeing?.register(owner, handle, owner);
   return handle;
 }
 
@@ -212,12 +217,12 @@ export function resumeGenerator(owner, layout, fingerprint, workerId, clockSeq, 
   for (let k = 0; k < 16; k++) f64[k] = k < marks.length && marks[k] !== null ? marks[k] : -1;
   const handle = wasm_gen_resume(layout, fingerprint, workerId, clockSeq, onRollback ?? '', maxWaitMs ?? -1, maxDriftMs ?? -1);
   if (handle < 0) throw takeError();
-  freeing.register(owner, handle, owner);
+  freeing?.register(owner, handle, owner);
   return handle;
 }
 
 export function freeGenerator(owner, handle) {
-  freeing.unregister(owner);
+  freeing?.unregister(owner);
   wasm_gen_free(handle);
 }
 
@@ -263,7 +268,7 @@ const PUB_DECODE = 1;
 const PUB_ENCODE_TEXT = 2;
 const PUB_DECODE_ASCII = 3;
 const TWO_63 = 1n << 63n;
-const freeingCodecs = new FinalizationRegistry((handle) => wasm_pub_free(handle));
+const freeingCodecs = registry((handle) => wasm_pub_free(handle));
 
 /** A codec's handle (`base` -1: a new codec; else `base` plus an old key), freed with `owner`. */
 export function publicIds(owner, base, version, key) {
@@ -273,7 +278,7 @@ export function publicIds(owner, base, version, key) {
   fresh();
   u8.fill(0);
   if (handle < 0) throw takeError();
-  freeingCodecs.register(owner, handle);
+  freeingCodecs?.register(owner, handle);
   return handle;
 }
 

@@ -3,12 +3,13 @@
 //   2. Node, ESM and CJS, in a project with the native package and in one without it
 //      (`--omit=optional`): generate and decode an id; Generator.open works with it and throws
 //      NATIVE_UNAVAILABLE (naming the platform) without it;
-//   3. Bun and Deno (binaries from npm packages) run the ESM script;
+//   3. Bun and Deno (binaries from npm packages) run the ESM script; workerd (Cloudflare Workers'
+//      runtime, from its npm package) serves a worker built from the package's `workerd` entry;
 //   4. a Vite build and an esbuild build of a tiny page, served on loopback and loaded in
 //      headless Chromium (playwright-core, the system's chromium), generate and decode an id;
 //   5. bundle sizes (gzip -9 of esbuild --minify bundles): the decode-only entry, the full
 //      package, and @sapphire/snowflake's; `--write-benchmarks FILE` records them there.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const bin = (rel) => join(here, 'node_modules', rel);
 const BUN = bin('@oven/bun-linux-x64/bin/bun');
 const DENO = bin('@deno/linux-x64-glibc/deno');
+const WORKERD = bin('@cloudflare/workerd-linux-64/bin/workerd');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const work = mkdtempSync(join(tmpdir(), 'clockflake-smoke-'));
 const env = { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
@@ -101,8 +103,58 @@ try {
     assert.match(open, /^NATIVE_UNAVAILABLE: /);
   });
 
-  // Pages: the package installed as a browser app would have it.
+  // Pages and workers: the package installed as a browser or worker app would have it.
   const web = project('web', [main]);
+  await check('workerd (Cloudflare Workers): the workerd entry imports the .wasm as a module; ids', async () => {
+    const pkgDir = join(web, 'node_modules', 'clockflake');
+    const entry = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')).exports['.'].workerd;
+    const dir = join(work, 'workerd');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'clockflake.mjs'), readFileSync(join(pkgDir, entry)));
+    writeFileSync(join(dir, 'clockflake.wasm'), readFileSync(join(pkgDir, 'lib', 'clockflake.wasm')));
+    writeFileSync(
+      join(dir, 'worker.mjs'),
+      "import { Generator, decode } from './clockflake.mjs';\nexport default { fetch() { const id = new Generator({ workerId: 9 }).nextId(); return new Response('ok ' + id + ' ' + decode(id).workerId); } };\n",
+    );
+    const port = await new Promise((ok) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address();
+        probe.close(() => ok(free));
+      });
+    });
+    writeFileSync(
+      join(dir, 'config.capnp'),
+      `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .worker) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const worker :Workerd.Worker = (
+  modules = [
+    (name = "worker.mjs", esModule = embed "worker.mjs"),
+    (name = "clockflake.mjs", esModule = embed "clockflake.mjs"),
+    (name = "clockflake.wasm", wasm = embed "clockflake.wasm"),
+  ],
+  compatibilityDate = "2025-01-01",
+);
+`,
+    );
+    const server = spawn(WORKERD, ['serve', join(dir, 'config.capnp')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    server.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    try {
+      let body = '';
+      for (let attempt = 0; attempt < 100 && !body.startsWith('ok'); attempt++) {
+        body = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text(), () => '');
+        if (!body.startsWith('ok')) await new Promise((ok) => setTimeout(ok, 100));
+      }
+      assert.match(body, /^ok \d+ 9$/, `${body} ${stderr}`);
+    } finally {
+      server.kill();
+    }
+  });
   const PAGE = `import { Generator, decode } from 'clockflake';
 const id = new Generator({ workerId: 9 }).nextId();
 document.title = 'ok ' + id + ' ' + decode(id).workerId;
