@@ -13,12 +13,14 @@ import sys
 import threading
 import time
 from array import array
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import clockflake
 import pytest
+
+import clockflake
 from clockflake import (
     ClockflakeError,
     ClockSkewError,
@@ -689,11 +691,27 @@ def test_zookeeper_forked_child(tmp_path: Path) -> None:
     assert worker == gen_worker_before_fork
 
 
+def patiently(call: Callable[[], int]) -> int:
+    """Runs an id call that needs a new reservation persisted first (a step back to another
+    clock sequence): it waits at most 50 ms for the renewal thread, and on a loaded machine the
+    write can take longer, so it raises the retryable CoordinatorUnavailableError. A caller
+    retries; so does the test, for up to 10 s."""
+    until = time.monotonic() + 10
+    while True:
+        try:
+            return call()
+        except CoordinatorUnavailableError:
+            if time.monotonic() > until:
+                raise
+            time.sleep(0.01)
+
+
 def test_stats_of_a_leased_and_a_fixed_generator(tmp_path: Path) -> None:
     with Generator.open(f"file://{tmp_path}?app=stats") as gen:
         now = int(time.time() * 1000)
         gen.next_id_at(now)
-        gen.next_id_at(now - 5000)  # back 5 s: a new clock sequence, persisted first
+        # Back 5 s: a new clock sequence, persisted first.
+        patiently(lambda: gen.next_id_at(now - 5000))
         stats = gen.stats()
         assert stats["leased"] is True and stats["state"] == "active"
         assert stats["worker_id"] == gen.worker_id

@@ -28,6 +28,23 @@ pub fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// Runs an id call that needs a new reservation persisted first (a step back to another
+/// clock sequence): the call waits at most `RENEWAL_WAIT` (50 ms) for the renewal thread, and
+/// on a loaded machine the write can take longer, so it refuses with the retryable
+/// `COORDINATOR_UNAVAILABLE`. A caller retries; so does the test, for up to 10 s.
+pub fn patiently<T>(mut call: impl FnMut() -> Result<T, clockflake_lease::LeaseError>) -> T {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        match call() {
+            Ok(value) => return value,
+            Err(error) if error.code() == "COORDINATOR_UNAVAILABLE" && Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+}
+
 /// A unique application namespace per test run.
 pub fn app(name: &str) -> String {
     format!(
