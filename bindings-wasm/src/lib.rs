@@ -520,7 +520,10 @@ pub fn gen_options(handle: u32) -> i32 {
         putf(0, options.max_wait_ms as f64);
         putf(1, options.max_drift_ms as f64);
         let policy = generator.policy();
-        Ok(Policy::ALL.iter().position(|p| *p == policy).map_or(-1, |i| i as i32))
+        Ok(Policy::ALL
+            .iter()
+            .position(|p| *p == policy)
+            .map_or(-1, |i| i as i32))
     })
 }
 
