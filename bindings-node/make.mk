@@ -17,7 +17,7 @@ NODE_DIR := $(ROOT)/bindings-node
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross
+.PHONY: setup-node setup-biome build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -38,12 +38,21 @@ lint-node: setup-rust
 	$(CARGO) fmt -p clockflake-node --check
 	$(CARGO) clippy -p clockflake-node --no-deps -- -D warnings
 
-# Biome (pinned in package.json) lints the JavaScript and TypeScript of bindings-node and
-# bindings-wasm (recommended rules, warnings are errors; its formatter is off: the sources keep
-# their hand formatting).
-lint-js: setup-node
-	cd $(NODE_DIR) && node_modules/.bin/biome lint --error-on-warnings .
-	cd $(ROOT)/bindings-wasm && $(NODE_DIR)/node_modules/.bin/biome lint --error-on-warnings .
+# Biome lints the JavaScript and TypeScript of bindings-node and bindings-wasm (recommended
+# rules, warnings are errors; its formatter is off: the sources keep their hand formatting).
+# Installed apart from package.json, pinned, with `npm install`: the registry reachable here
+# lacks some of @biomejs/biome's platform packages (android, and 2.6 for darwin and win32), so
+# no lock file can list them all and `npm ci` would refuse the package's lock.
+BIOME_VERSION := 2.6.8
+BIOME_DIR := $(ROOT)/target/tools/biome
+BIOME := $(BIOME_DIR)/node_modules/.bin/biome
+
+setup-biome: setup-node
+	@if [ "$$($(BIOME) --version 2>/dev/null)" != "Version: $(BIOME_VERSION)" ]; then 	  mkdir -p $(BIOME_DIR) && npm install --prefix $(BIOME_DIR) --no-save --no-audit --no-fund 	    --no-package-lock @biomejs/biome@$(BIOME_VERSION); fi
+
+lint-js: setup-biome
+	cd $(NODE_DIR) && $(BIOME) lint --error-on-warnings .
+	cd $(ROOT)/bindings-wasm && $(BIOME) lint --error-on-warnings .
 
 # The PostgreSQL lease tests need a server: a throwaway one in a temp dir (PostgreSQL 15 from apt
 # if missing, as test-lease does), stopped afterwards whatever happens.
