@@ -20,6 +20,31 @@ pub struct Grant {
     pub ttl: Option<Duration>,
 }
 
+impl Grant {
+    /// The grant of a worker id just taken, whose stored record read as `state`. A record that
+    /// cannot be used (corrupt, another layout) gives the worker id back before the error is
+    /// returned, so that a refused start-up leaves it free for the next holder.
+    #[cfg(any(feature = "postgres", feature = "redis"))]
+    pub(crate) fn or_release<C: Coordinator + ?Sized>(
+        coordinator: &mut C,
+        worker_id: u64,
+        state: Result<Option<State>, LeaseError>,
+        ttl: Duration,
+    ) -> Result<Grant, LeaseError> {
+        match state {
+            Ok(state) => Ok(Grant {
+                worker_id,
+                state,
+                ttl: Some(ttl),
+            }),
+            Err(error) => {
+                let _ = coordinator.release(None);
+                Err(error)
+            }
+        }
+    }
+}
+
 /// Hands out worker ids of one application namespace and keeps each worker's state record.
 ///
 /// One coordinator value holds at most one lease at a time: [`Coordinator::acquire`] takes a

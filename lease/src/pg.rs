@@ -656,17 +656,9 @@ impl Coordinator for PostgresCoordinator {
         let worker_id = u64::try_from(worker_id).unwrap_or(0);
         let epoch: i64 = row.get("epoch");
         self.held = Some((worker_id, epoch));
-        match self.state_of(row, worker_id, epoch > 1) {
-            Ok(state) => Ok(Grant {
-                worker_id,
-                state,
-                ttl: Some(self.ttl),
-            }),
-            Err(error) => {
-                let _ = self.release(None);
-                Err(error)
-            }
-        }
+        let state = self.state_of(row, worker_id, epoch > 1);
+        let ttl = self.ttl;
+        Grant::or_release(self, worker_id, state, ttl)
     }
 
     fn renew(&mut self, state: &State) -> Result<(), LeaseError> {

@@ -356,17 +356,9 @@ impl Coordinator for RedisCoordinator {
             }));
         };
         self.held = Some((worker_id, epoch, format!("{epoch} {owner}")));
-        match self.state_of(worker_id, epoch > 1, has_state == 1, &text) {
-            Ok(state) => Ok(Grant {
-                worker_id,
-                state,
-                ttl: Some(self.ttl),
-            }),
-            Err(error) => {
-                let _ = self.release(None);
-                Err(error)
-            }
-        }
+        let state = self.state_of(worker_id, epoch > 1, has_state == 1, &text);
+        let ttl = self.ttl;
+        Grant::or_release(self, worker_id, state, ttl)
     }
 
     fn renew(&mut self, state: &State) -> Result<(), LeaseError> {
