@@ -17,6 +17,8 @@ TEST_TARGETS :=
 BENCH_TARGETS :=
 DIST_TARGETS :=
 DIST_DIR := $(ROOT)/dist
+# Every crate is linted with the same flags: `$(CARGO) clippy -p CRATE $(CLIPPY_FLAGS)`.
+CLIPPY_FLAGS := --no-deps --all-targets -- -D warnings
 
 .PHONY: help demo test bench dist setup-rust demo-core test-core lint-core bench-core vectors
 
@@ -44,7 +46,7 @@ test-core: setup-rust lint-core
 
 lint-core: setup-rust
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy -p clockflake --all-targets -- -D warnings
+	$(CARGO) clippy -p clockflake $(CLIPPY_FLAGS)
 	$(CARGO) clippy -p clockflake --no-default-features --lib -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p clockflake --no-deps --all-features
 

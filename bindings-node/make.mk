@@ -36,7 +36,7 @@ build-js: setup-node build-wasm
 
 lint-node: setup-rust
 	$(CARGO) fmt -p clockflake-node --check
-	$(CARGO) clippy -p clockflake-node --no-deps -- -D warnings
+	$(CARGO) clippy -p clockflake-node $(CLIPPY_FLAGS)
 
 # Biome lints the JavaScript and TypeScript of bindings-node and bindings-wasm (recommended
 # rules, warnings are errors; its formatter is off: the sources keep their hand formatting).

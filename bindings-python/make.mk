@@ -40,7 +40,7 @@ lint-python: setup-python
 	$(PY_VENV)/bin/ruff check --config $(PY_DIR)/pyproject.toml $(PY_LINT_PATHS)
 	$(PY_VENV)/bin/ruff format --check --config $(PY_DIR)/pyproject.toml $(PY_LINT_PATHS)
 	$(CARGO) fmt -p clockflake-python --check
-	$(CARGO) clippy -p clockflake-python --no-deps --all-targets -- -D warnings
+	$(CARGO) clippy -p clockflake-python $(CLIPPY_FLAGS)
 
 # libfaketime (Debian's faketime) for the clock-excursion tests: tests/test_clock_excursion.py
 # here and core/tests/clock_excursion.rs (so test-core needs it too). Idempotent.

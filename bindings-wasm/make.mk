@@ -41,7 +41,7 @@ build-wasm: setup-rust setup-wasm-bindgen
 	  test $$size -le 32768 || { echo "over the 32 KiB budget"; exit 1; }
 
 test-wasm: build-wasm build-js setup-wasm-npm setup-wasm-chromium
-	$(CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown --all-targets -- -D warnings
+	$(CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown $(CLIPPY_FLAGS)
 	$(CARGO) run -q -p clockflake-wasm --example messages > $(WASM_DIR)/pkg/core-messages.jsonl
 	cd $(WASM_DIR) && node --test --test-reporter=spec tests/node/
 	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node --test --test-reporter=spec tests/browser/

@@ -31,7 +31,7 @@ lint-lease-features: setup-rust
 
 lint-lease: setup-rust lint-lease-features
 	$(CARGO) fmt -p clockflake-lease --check
-	$(CARGO) clippy -p clockflake-lease --no-deps --all-targets -- -D warnings
+	$(CARGO) clippy -p clockflake-lease $(CLIPPY_FLAGS)
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p clockflake-lease --no-deps
 
 test-lease: lint-lease

@@ -45,7 +45,7 @@ serve-ids: setup-rust
 
 lint-server: setup-rust
 	$(CARGO) fmt -p clockflake-server --check
-	$(CARGO) clippy -p clockflake-server --no-deps --all-targets -- -D warnings
+	$(CARGO) clippy -p clockflake-server $(CLIPPY_FLAGS)
 
 test-server: lint-server setup-oha
 	$(CARGO) build -q -p clockflake-server --tests --bins
