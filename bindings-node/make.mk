@@ -61,7 +61,7 @@ test-node: build-node lint-node lint-js
 	trap '$(ROOT)/scripts/postgres.sh stop' EXIT; \
 	$(ROOT)/scripts/postgres.sh start; \
 	export CLOCKFLAKE_PG_URL=$$($(ROOT)/scripts/postgres.sh url) CLOCKFLAKE_PG_REQUIRED=1; \
-	cd $(NODE_DIR) && node --test --test-concurrency=2 test/
+	cd $(NODE_DIR) && node --test --test-concurrency=2 tests/
 
 demo-node: build-node
 	cd $(NODE_DIR) && node examples/demo.mjs

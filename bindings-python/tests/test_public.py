@@ -128,7 +128,7 @@ BAD: list[tuple[str, Callable[[], Any], type[Exception], str | None]] = [
     ("old key version 40", lambda: codec.with_old_key(40, KEY), InvalidKeyVersionError, None),
 ]
 
-# Argument shape, with the codes Node gives (bindings-node/test/public.test.mjs): a key of the
+# Argument shape, with the codes Node gives (bindings-node/tests/public.test.mjs): a key of the
 # wrong type is INVALID_ARG_TYPE (also a TypeError), of the wrong length INVALID_ARG_VALUE (also a
 # ValueError); so is a value that is not parts at all given to encode().
 BAD_ARGS: list[tuple[str, Callable[[], Any], type[ClockflakeError], type[Exception], str]] = [
