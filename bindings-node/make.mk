@@ -17,7 +17,7 @@ NODE_DIR := $(ROOT)/bindings-node
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node setup-biome build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross
+.PHONY: setup-node setup-biome build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross setup-qemu-arm64 check-node-arm64
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -88,8 +88,9 @@ test-node-smoke: build-node setup-node-smoke
 # The native addons for dist, cross-built with `cargo zigbuild` (zig from PyPI's ziglang in
 # .venv, installed here if missing), in their own target dir so that they never invalidate the
 # local build: Linux x64 and arm64, glibc (symbols no newer than 2.17, checked with objdump -T:
-# RHEL/CentOS 7 and newer) and musl (Alpine; -crt-static, as a cdylib needs). Stripped. Only the
-# x64 glibc one runs here (the smoke tests); the others are checked for format and symbols.
+# RHEL/CentOS 7 and newer) and musl (Alpine; -crt-static, as a cdylib needs). Stripped. The x64
+# glibc one runs here in the smoke tests, the arm64 glibc one under qemu (check-node-arm64); the
+# musl ones are checked for format and symbols.
 ZIG_TARGET_DIR := $(ROOT)/target/zig
 NATIVE_DIST_DIR := $(ROOT)/target/npm-native
 NATIVE_TARGETS := x86_64-unknown-linux-gnu.2.17:linux-x64-gnu aarch64-unknown-linux-gnu.2.17:linux-arm64-gnu \
@@ -118,7 +119,24 @@ build-node-cross: setup-zig setup-rust
 	    || { echo "$$platform needs glibc above 2.17"; exit 1; };; esac; \
 	done
 
-dist-js: build-node build-node-cross
+# The linux-arm64-gnu addon, run: Bun for aarch64 (npm's @oven/bun-linux-aarch64, unpacked; npm
+# would refuse to install another CPU's package) under qemu-user with Debian's arm64 glibc
+# leases a worker id through it (smoke/native-check.cjs). The musl addons are only checked for
+# format and symbols: no musl runtime that loads addons installs here.
+BUN_ARM64_VERSION := 1.4.4
+BUN_ARM64_DIR := $(ROOT)/target/tools/bun-arm64-$(BUN_ARM64_VERSION)
+BUN_ARM64 := $(BUN_ARM64_DIR)/package/bin/bun
+
+setup-qemu-arm64:
+	@command -v qemu-aarch64 >/dev/null && test -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 \
+	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user libc6-arm64-cross libstdc++6-arm64-cross >/dev/null)
+	@test -x $(BUN_ARM64) || { mkdir -p $(BUN_ARM64_DIR) \
+	  && (cd $(BUN_ARM64_DIR) && npm pack -q @oven/bun-linux-aarch64@$(BUN_ARM64_VERSION) >/dev/null && tar xzf oven-bun-linux-aarch64-*.tgz && rm oven-bun-linux-aarch64-*.tgz); }
+
+check-node-arm64: build-node-cross setup-qemu-arm64
+	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 $(BUN_ARM64) $(NODE_DIR)/smoke/native-check.cjs $(NATIVE_DIST_DIR)/clockflake.linux-arm64-gnu.node
+
+dist-js: build-node build-node-cross check-node-arm64
 	cd $(NODE_DIR) && CLOCKFLAKE_NATIVE_DIR=$(NATIVE_DIST_DIR) node dist.mjs $(DIST_DIR)
 
 DEMO_TARGETS += demo-node
