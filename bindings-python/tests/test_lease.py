@@ -18,9 +18,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import clockflake
+import pytest
 from clockflake import (
     ClockflakeError,
     ClockSkewError,
