@@ -72,9 +72,13 @@ setup-bench-node: setup-node
 
 # Before and after in one run: the package's JavaScript as it was before the wasm engine
 # (43d5f1b, over the napi engine, whose exports the addon still has) runs beside the current one.
-bench-node: build-node setup-bench-node
+# Node first (5 runs), then the same script in Bun and Deno (3 runs each; their binaries come
+# from smoke/'s lock), each writing its own section of BENCHMARKS.md.
+bench-node: build-node setup-bench-node setup-node-smoke
 	cd $(NODE_DIR) && git show 43d5f1b:bindings-node/index.js | sed "s#require('./binding.js')#require('../binding.js')#" > bench/native-engine.cjs
 	cd $(NODE_DIR) && node bench/bench.mjs --write-benchmarks $(ROOT)/BENCHMARKS.md
+	cd $(NODE_DIR) && smoke/node_modules/@oven/bun-linux-x64/bin/bun bench/bench.mjs --runs 3 --write-benchmarks $(ROOT)/BENCHMARKS.md
+	cd $(NODE_DIR) && smoke/node_modules/@deno/linux-x64-glibc/deno run -A bench/bench.mjs --runs 3 --write-benchmarks $(ROOT)/BENCHMARKS.md
 
 # Bun and Deno come from the npm packages that carry their binaries, Vite, esbuild and
 # playwright-core (driving /usr/bin/chromium: never a browser download) from smoke/'s lock.

@@ -272,12 +272,19 @@ const summary = [
   `- clockflake sustained per run: ${ours.rate.map((r, i) => `${fmt((100 * r) / CAP, 2)}% (CPU ${fmt(100 * ours.cpuShare[i], 0)}%)`).join(', ')}; duplicates in every run: ${ours.duplicates.join(', ')}.`,
 ];
 const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+// The same script runs in Node, Bun and Deno (make bench-node runs all three); each writes its
+// own section of BENCHMARKS.md.
+const runtime = globalThis.Bun
+  ? { key: 'bun', title: '### Bun', name: `Bun ${globalThis.Bun.version}`, run: 'bun' }
+  : globalThis.Deno
+    ? { key: 'deno', title: '### Deno', name: `Deno ${globalThis.Deno.version.deno}`, run: 'deno run -A' }
+    : { key: 'node', title: '## Node.js', name: `Node ${process.version}`, run: 'node' };
 const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
 const section = [
-  '## Node.js',
+  runtime.title,
   '',
-  `Command: \`make bench-node\` (runs \`node bindings-node/bench/bench.mjs --write-benchmarks BENCHMARKS.md\` on the release build). ` +
-    `Node ${process.version}, ${cpu}, ${os.cpus().length} cores shared with other work; ${RUNS} runs, every figure the median over the runs; peers measured in the same run ` +
+  `Command: \`make bench-node\` (runs \`${runtime.run} bindings-node/bench/bench.mjs --runs ${RUNS} --write-benchmarks BENCHMARKS.md\` on the release build). ` +
+    `${runtime.name}, ${cpu}, ${os.cpus().length} cores shared with other work; ${RUNS} runs, every figure the median over the runs; peers measured in the same run ` +
     `(@sapphire/snowflake, snowflakify, nodejs-snowflake, uuidv7 from bench/package-lock.json). Recorded ${when} UTC.`,
   '',
   ...rows,
@@ -296,11 +303,11 @@ const section = [
 console.log(section);
 if (writeTarget) {
   const text = readFileSync(writeTarget, 'utf8');
-  const open = '<!-- section: node -->';
-  const close = '<!-- /section: node -->';
+  const open = `<!-- section: ${runtime.key} -->`;
+  const close = `<!-- /section: ${runtime.key} -->`;
   const a = text.indexOf(open);
   const b = text.indexOf(close);
-  if (a < 0 || b < a) throw new Error(`no node section markers in ${writeTarget}`);
+  if (a < 0 || b < a) throw new Error(`no ${runtime.key} section markers in ${writeTarget}`);
   writeFileSync(writeTarget, `${text.slice(0, a + open.length)}\n${section}\n${text.slice(b)}`);
-  console.error(`wrote the node section of ${writeTarget}`);
+  console.error(`wrote the ${runtime.key} section of ${writeTarget}`);
 }
