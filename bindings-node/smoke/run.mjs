@@ -105,17 +105,27 @@ try {
 
   // Pages and workers: the package installed as a browser or worker app would have it.
   const web = project('web', [main]);
-  await check('workerd (Cloudflare Workers): the workerd entry imports the .wasm as a module; ids', async () => {
-    const pkgDir = join(web, 'node_modules', 'clockflake');
-    const entry = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')).exports['.'].workerd;
+  await check('workerd (Cloudflare Workers): a worker bundled as wrangler bundles it (conditions workerd, worker, browser) gets the entry that imports the .wasm as a module; ids', async () => {
     const dir = join(work, 'workerd');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'clockflake.mjs'), readFileSync(join(pkgDir, entry)));
-    writeFileSync(join(dir, 'clockflake.wasm'), readFileSync(join(pkgDir, 'lib', 'clockflake.wasm')));
     writeFileSync(
-      join(dir, 'worker.mjs'),
-      "import { Generator, decode } from './clockflake.mjs';\nexport default { fetch() { const id = new Generator({ workerId: 9 }).nextId(); return new Response('ok ' + id + ' ' + decode(id).workerId); } };\n",
+      join(web, 'worker.mjs'),
+      "import { Generator, decode } from 'clockflake';\nexport default { fetch() { const id = new Generator({ workerId: 9 }).nextId(); return new Response('ok ' + id + ' ' + decode(id).workerId); } };\n",
     );
+    // wrangler's esbuild settings for workerd: these conditions in this order, .wasm imports kept
+    // as modules of the worker.
+    await build({
+      entryPoints: [join(web, 'worker.mjs')],
+      bundle: true,
+      format: 'esm',
+      platform: 'neutral',
+      mainFields: ['module', 'main'],
+      conditions: ['workerd', 'worker', 'browser'],
+      external: ['*.wasm'],
+      outfile: join(dir, 'worker.mjs'),
+      logLevel: 'error',
+    });
+    writeFileSync(join(dir, 'clockflake.wasm'), readFileSync(join(web, 'node_modules', 'clockflake', 'lib', 'clockflake.wasm')));
     const port = await new Promise((ok) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
         const { port: free } = probe.address();
@@ -132,7 +142,6 @@ const config :Workerd.Config = (
 const worker :Workerd.Worker = (
   modules = [
     (name = "worker.mjs", esModule = embed "worker.mjs"),
-    (name = "clockflake.mjs", esModule = embed "clockflake.mjs"),
     (name = "clockflake.wasm", wasm = embed "clockflake.wasm"),
   ],
   compatibilityDate = "2025-01-01",
