@@ -20,7 +20,7 @@ DIST_DIR := $(ROOT)/dist
 # Every crate is linted with the same flags: `$(CARGO) clippy -p CRATE $(CLIPPY_FLAGS)`.
 CLIPPY_FLAGS := --no-deps --all-targets -- -D warnings
 
-.PHONY: help demo test bench dist setup-rust demo-core test-core lint-core bench-core vectors
+.PHONY: help demo test bench dist setup-rust demo-core test-core lint-core bench-core vectors dist-crates
 
 help:
 	@echo "make demo   build and print decoded ids from every part"
@@ -53,6 +53,14 @@ lint-core: setup-rust
 bench-core: setup-rust
 	$(CARGO) bench -p clockflake --bench generator -- --noplot
 	$(CARGO) bench -p clockflake --bench throughput
+
+# The crates meant for crates.io (clockflake, clockflake-lease, clockflake-server; the bindings'
+# crates are internal), packaged and verified together as `cargo package` names them, into dist/.
+dist-crates: setup-rust
+	$(CARGO) package -q -p clockflake -p clockflake-lease -p clockflake-server --target-dir $(ROOT)/target/package
+	@mkdir -p $(DIST_DIR) && cp $(ROOT)/target/package/package/*.crate $(DIST_DIR)/
+
+DIST_TARGETS += dist-crates
 
 # Regenerates the shared vectors from the independent reference script.
 vectors:
