@@ -18,16 +18,6 @@ use common::*;
 /// The tests of this binary one at a time: one stops the server the other needs.
 static TURN: Mutex<()> = Mutex::new(());
 
-fn zk_script(action: &str) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/zookeeper.sh");
-    let output = Command::new(script).arg(action).output().unwrap();
-    assert!(
-        output.status.success(),
-        "zookeeper.sh {action}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// Starts the server again when dropped, also when the test fails halfway.
 struct Restart;
 
@@ -133,7 +123,7 @@ fn started_from_the_cache_with_zookeeper_stopped() {
     all.extend(online);
 
     let _restart = Restart;
-    zk_script("halt");
+    zookeeper_script("halt");
 
     // Without offline=cache, a stopped ZooKeeper refuses the start.
     let plain = format!(
@@ -169,7 +159,7 @@ fn started_from_the_cache_with_zookeeper_stopped() {
 
     // ZooKeeper back: an online start on the system's clock continues above the ids issued
     // offline, which only the cache knew of.
-    zk_script("start");
+    zookeeper_script("start");
     let (worker_again, taken) = run(&uri, 0, highest, "online again");
     assert_eq!(worker_again, worker);
     all.extend(taken);

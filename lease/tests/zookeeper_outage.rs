@@ -5,22 +5,11 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clockflake::Layout;
 use clockflake_lease::{open, wall_ms, LeaseOptions};
 use common::*;
-
-fn zk_script(action: &str) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/zookeeper.sh");
-    let output = Command::new(script).arg(action).output().unwrap();
-    assert!(
-        output.status.success(),
-        "zookeeper.sh {action}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
 
 #[test]
 fn zookeeper_stopped_and_restarted() {
@@ -37,7 +26,7 @@ fn zookeeper_stopped_and_restarted() {
     let inside = open(&inside_uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let mut all: Vec<u64> = (0..1000).map(|_| inside.next_id().unwrap()).collect();
 
-    zk_script("halt");
+    zookeeper_script("halt");
     let halted_at = wall_ms();
     // Generation halts by the deadline: the probe reports LEASE_LOST and exits.
     let started = Instant::now();
@@ -96,7 +85,7 @@ fn zookeeper_stopped_and_restarted() {
     assert!(inside.next_id().is_err());
     drop(inside);
 
-    zk_script("start");
+    zookeeper_script("start");
     // Resumes after a new lease: same identities, same worker ids (the old sessions, restored
     // by the restarted server, expire first).
     let output = probe_stdout(&["--uri", &holder_uri, "--count", "1000"]);
@@ -112,9 +101,9 @@ fn zookeeper_stopped_and_restarted() {
     let patient_uri = format!("{}/snowflake/{app}?ttl=8s&server=10.9.0.3:80", zk_url());
     let patient = open(&patient_uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     all.extend((0..1000).map(|_| patient.next_id().unwrap()));
-    zk_script("halt");
+    zookeeper_script("halt");
     all.extend((0..1000).map(|_| patient.next_id().unwrap()));
-    zk_script("start");
+    zookeeper_script("start");
     // Past the deadline of the last renewal before the outage: only renewals after the
     // restart keep it going.
     let until = Instant::now() + Duration::from_secs(8);

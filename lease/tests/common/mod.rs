@@ -268,15 +268,24 @@ pub fn redis_url() -> String {
     })
 }
 
-pub fn redis_script(action: &str) -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/redis.sh");
+/// Runs `scripts/NAME action` (the throwaway test servers), asserting success; its stdout.
+pub fn server_script(name: &str, action: &str) -> String {
+    let script = format!("{}/../scripts/{name}", env!("CARGO_MANIFEST_DIR"));
     let output = Command::new(script).arg(action).output().unwrap();
     assert!(
         output.status.success(),
-        "redis.sh {action}: {}",
+        "{name} {action}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+pub fn redis_script(action: &str) -> String {
+    server_script("redis.sh", action)
+}
+
+pub fn zookeeper_script(action: &str) {
+    server_script("zookeeper.sh", action);
 }
 
 /// A plain connection to the test server, to look at (or damage) the keys.
