@@ -17,11 +17,11 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use clockflake::{Generator, Layout, MonotonicClock, Options};
-use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions, LeasedGenerator};
+use clockflake::{Generator, MonotonicClock, Options};
+use clockflake_lease::{open, wall_ms, LeaseOptions, LeasedGenerator};
 
 mod common;
-use common::{median, no_wait_layout, per_id_ns, IDS, ROUNDS};
+use common::{median, no_wait_layout, per_id_ns, start_ms, IDS, ROUNDS};
 
 /// Start-ups per coordinator.
 const STARTS: usize = 21;
@@ -40,16 +40,6 @@ fn per_id_ns_blocks<B: Iterator<Item = u64>>(mut next: impl FnMut() -> B) -> f64
         }
     }
     started.elapsed().as_nanos() as f64 / f64::from(taken)
-}
-
-/// Milliseconds from `open` to the first id, then closes (not timed).
-fn start_ms(uri: &str) -> Result<f64, LeaseError> {
-    let started = Instant::now();
-    let gen = open(uri, Layout::CLOCKSEQ, LeaseOptions::default())?;
-    black_box(gen.next_id()?);
-    let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-    gen.close()?;
-    Ok(elapsed)
 }
 
 /// A coordinator to measure: its name and the URI for start-ups and for the per-id

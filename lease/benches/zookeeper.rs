@@ -4,26 +4,13 @@
 //! cost of the leased generator against a static `clockflake::Generator` (medians of
 //! interleaved rounds, one thread, a layout with 23 sequence bits so neither ever waits).
 
-use std::hint::black_box;
-use std::time::Instant;
-
-use clockflake::{Generator, Layout, Options};
+use clockflake::{Generator, Options};
 use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions};
 
 mod common;
-use common::{median, no_wait_layout, per_id_ns, IDS, ROUNDS};
+use common::{median, no_wait_layout, per_id_ns, start_ms, IDS, ROUNDS};
 
 const STARTS: usize = 21;
-
-/// Milliseconds from `open` to the first id, then closes.
-fn start_ms(uri: &str) -> Result<f64, LeaseError> {
-    let started = Instant::now();
-    let gen = open(uri, Layout::CLOCKSEQ, LeaseOptions::default())?;
-    black_box(gen.next_id()?);
-    let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-    gen.close()?;
-    Ok(elapsed)
-}
 
 fn main() -> Result<(), LeaseError> {
     if std::env::args().any(|a| a == "--test" || a == "--list") {

@@ -1,11 +1,11 @@
-//! What the lease benchmarks share: the no-wait layout, the timing loop and the median.
+//! What the lease benchmarks share: the no-wait layout, the timing loops and the median.
 #![allow(dead_code)] // each bench uses its own subset
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use clockflake::{Error, Field, Layout};
-use clockflake_lease::wall_ms;
+use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions};
 
 /// Ids per timed round.
 pub const IDS: u32 = 2_000_000;
@@ -39,4 +39,14 @@ pub fn per_id_ns(mut next: impl FnMut() -> u64) -> f64 {
 pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// Milliseconds from `open` to the first id, then closes (not timed).
+pub fn start_ms(uri: &str) -> Result<f64, LeaseError> {
+    let started = Instant::now();
+    let gen = open(uri, Layout::CLOCKSEQ, LeaseOptions::default())?;
+    black_box(gen.next_id()?);
+    let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+    gen.close()?;
+    Ok(elapsed)
 }
