@@ -268,7 +268,7 @@ fn ids_in_a_new_clock_sequence_are_persisted_before_they_are_returned() {
     assert_eq!(stored.clock_seq, pb.clock_seq);
     assert!(stored.high_water_ms[pb.clock_seq as usize].unwrap() >= pb.timestamp_ms);
     // Far ahead of the reservation: renewed before the id is issued.
-    let c = gen.next_id_at(now + 60_000).unwrap();
+    let c = patiently(|| gen.next_id_at(now + 60_000));
     let pc = Layout::CLOCKSEQ.decode(c).unwrap();
     let stored = FileCoordinator::new(&dir, "x")
         .unwrap()
@@ -417,18 +417,18 @@ fn blocks_and_single_ids_never_repeat_and_stay_inside_the_reservation() {
         if round % 50 == 0 {
             // Explicit times: a step back (a new clock sequence) and a time far ahead of
             // the reservation (renewed first).
+            // Both need a reservation persisted first: `patiently` retries while the renewal
+            // thread is late.
             check(
-                gen.next_block_at(now - 5000 + round, 16).unwrap().collect(),
+                patiently(|| gen.next_block_at(now - 5000 + round, 16)).collect(),
                 &mut all,
             );
             check(
-                gen.next_block_at(now + 60_000 + round, 16)
-                    .unwrap()
-                    .collect(),
+                patiently(|| gen.next_block_at(now + 60_000 + round, 16)).collect(),
                 &mut all,
             );
             check(
-                vec![gen.next_id_at(now + 60_000 + round).unwrap()],
+                vec![patiently(|| gen.next_id_at(now + 60_000 + round))],
                 &mut all,
             );
         }
