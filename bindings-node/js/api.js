@@ -357,8 +357,8 @@ export class Generator {
       this.#clock = null;
       this.#handle = null;
       // BLOCK ids, then the tick's start on the lease's time and on `Date.now()`'s.
-      this.#buffer = new BigUint64Array(BLOCK + 2);
-      this.#meta = new Float64Array(this.#buffer.buffer, BLOCK * 8, 2);
+      this.#buffer = new BigUint64Array(BLOCK + 3);
+      this.#meta = new Float64Array(this.#buffer.buffer, BLOCK * 8, 3);
       return;
     }
     if (resuming !== null) {
@@ -676,8 +676,8 @@ export class Generator {
   /**
    * Takes a new block from the lease (which waits out a full tick and a handover itself, and
    * refuses once the lease is lost or closed). The block is served while `Date.now()` reads in
-   * `[#low, #end)`: its tick, moved onto `Date.now()`'s time base by the native side, whatever
-   * the rollback policy.
+   * `[#low, #end)`: the window the lease gave it (its tick on the system clock, ending before
+   * the lease deadline), whatever the rollback policy.
    */
   #leasedRefill(now) {
     // Nothing of the old block survives a refusal.
@@ -708,11 +708,10 @@ export class Generator {
     } catch (error) {
       throw fromNative(error);
     }
-    const start = this.#meta[1];
     this.#count = count;
     this.#tick = this.#meta[0];
-    this.#low = start;
-    this.#end = start + this.#record.unitMs;
+    this.#low = this.#meta[1];
+    this.#end = this.#meta[2];
     if (count > 1 && !this.#dropArmed) {
       // Drop the block once the event loop is free a tick + 5 ms later, well inside the lease's
       // block margin (2 ticks + 10 ms): if the system clock stepped back and then read the

@@ -504,9 +504,9 @@ pub fn clock_not_advancing(waiting_for_ms: f64, now_ms: f64) -> Result<()> {
 // `nextId()` serves blocks from JavaScript as for a fixed worker id, taken by `leased_take`
 // through `LeasedGenerator::next_block`: a block of more than one id is granted only while
 // the lease deadline is more than two ticks + 10 ms away (closer, one id checked like
-// `next_id`), and JavaScript hands its ids out only while `Date.now()`, shifted onto the
-// lease's time base, still reads the block's tick, so the last one goes out well before the
-// deadline. `close()` empties the block before closing. Every id of a block lies inside the
+// `next_id`), and JavaScript hands its ids out only while `Date.now()` reads within the
+// window the lease gave the block (its tick, on the system clock), so the last one goes out
+// well before the deadline. `close()` empties the block before closing. Every id of a block lies inside the
 // persisted reservation, like every id of `next_id`.
 
 fn throw_lease(error: LeaseError) -> napi::Error<&'static str> {
@@ -563,10 +563,9 @@ pub fn leased_next_id(generator: &External<LeasedGenerator>) -> Result<u64> {
 /// Takes the next block of a leased generator into `out`, as `take` does for a fixed worker
 /// id: consecutive ids of one tick, at least one, up to `max_count` and the buffer's size
 /// (waits out a full tick and a handover; refuses once the lease is lost or closed). The
-/// buffer's last two slots receive, as the bits of f64s, the block tick's start (Unix ms, on
-/// the lease's time) and the same moved onto `Date.now()`'s time base (less how far the
-/// lease's time is ahead of the system clock): JavaScript serves the block only while
-/// `Date.now()` reads within `[moved, moved + unit)`.
+/// buffer's last three slots receive, as the bits of f64s, the block's tick (Unix ms, on the
+/// lease's time) and the window the lease gives it on the system clock, `[from, until)`:
+/// JavaScript serves the block only while `Date.now()` reads within it.
 #[napi(catch_unwind)]
 pub fn leased_take(
     generator: &External<LeasedGenerator>,
@@ -576,32 +575,27 @@ pub fn leased_take(
     // SAFETY: the JavaScript thread is inside this call, so nothing else reads or writes the
     // typed array's memory meanwhile, and `out` is not used again after this function.
     let slots = unsafe { out.as_mut() };
-    let Some((window_slot, rest)) = slots.split_last_mut() else {
+    if slots.len() < 4 {
         return Err(bad_value(
-            "leasedTake: expected a buffer of at least 3 slots".into(),
+            "leasedTake: expected a buffer of at least 4 slots".into(),
         ));
-    };
-    let Some((tick_slot, ids)) = rest.split_last_mut() else {
-        return Err(bad_value(
-            "leasedTake: expected a buffer of at least 3 slots".into(),
-        ));
-    };
+    }
+    let (ids, meta) = slots.split_at_mut(slots.len() - 3);
     let wanted = (ids.len().min(max_count as usize) as u64).max(1);
     let block = lease(generator.next_block(wanted))?;
-    let offset_ms = generator.clock_offset_ms();
+    let window = [
+        block.tick_ms(),
+        block.serve_from_ms(),
+        block.serve_until_ms(),
+    ];
+    for (slot, ms) in meta.iter_mut().zip(window) {
+        *slot = (ms as f64).to_bits();
+    }
     let mut count = 0u32;
-    let mut first = None;
     for (id, slot) in block.zip(ids.iter_mut()) {
         *slot = id;
-        first.get_or_insert(id);
         count += 1;
     }
-    let start = match first {
-        Some(id) => core(generator.layout().decode(id))?.timestamp_ms as f64,
-        None => f64::INFINITY, // never: a block holds at least one id
-    };
-    *tick_slot = start.to_bits();
-    *window_slot = (start - offset_ms as f64).to_bits();
     Ok(count)
 }
 

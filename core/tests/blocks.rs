@@ -73,3 +73,33 @@ fn a_block_after_the_clock_steps_back_moves_to_another_clock_sequence() {
     assert_eq!(b.timestamp_ms, T - 1_000);
     assert!(before.iter().all(|id| !after.contains(id)));
 }
+
+#[test]
+fn a_block_is_servable_within_its_tick_only_and_says_which_tick() {
+    // Sonyflake ticks are 10 ms: a block taken mid-tick is served from the tick's start to its end.
+    let gen = Generator::new(Layout::SONYFLAKE, 1, Options::default()).unwrap();
+    let now = T + 3;
+    gen.next_block_at(now, 1).unwrap(); // the first id: the slow path, a block of one
+    let block = gen.next_block_at(now, 50).unwrap();
+    let tick_start = now - (now - Layout::SONYFLAKE.epoch_ms()) % 10;
+    assert_eq!(block.tick_ms(), tick_start);
+    assert_eq!(
+        Layout::SONYFLAKE
+            .decode(block.peek().unwrap())
+            .unwrap()
+            .timestamp_ms,
+        tick_start
+    );
+    assert_eq!(
+        (block.serve_from_ms(), block.serve_until_ms()),
+        (tick_start, tick_start + 10)
+    );
+    assert!(block.servable_at(tick_start) && block.servable_at(tick_start + 9));
+    assert!(!block.servable_at(tick_start - 1) && !block.servable_at(tick_start + 10));
+    // An issuer narrows the window (a lease's deadline, another clock); the ids stay the same.
+    let narrowed = block.served_within(tick_start + 100, tick_start + 102);
+    assert!(!narrowed.servable_at(tick_start) && narrowed.servable_at(tick_start + 101));
+    assert!(narrowed.eq(block));
+    // An empty block is never servable.
+    assert!(!gen.next_block_at(now, 0).unwrap().servable_at(now));
+}

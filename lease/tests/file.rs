@@ -467,9 +467,9 @@ fn blocks_and_single_ids_from_four_threads_never_repeat() {
 }
 
 #[test]
-fn a_block_is_served_on_the_generators_time_base() {
-    // An injected clock 5 s behind the system's: the offset tells a binding how to shift its
-    // own readings.
+fn a_blocks_window_is_on_the_system_clock_whatever_the_generators_time() {
+    // An injected clock 5 s behind the system's: the block's tick is on the generator's time,
+    // its window moved onto the system's wall clock, which is what a binding serving it reads.
     let dir = temp_dir("offset");
     let clock: Arc<dyn clockflake::Clock + Send + Sync> = Arc::new(Behind(5000));
     let options = LeaseOptions {
@@ -477,9 +477,26 @@ fn a_block_is_served_on_the_generators_time_base() {
         ..LeaseOptions::default()
     };
     let gen = open(&uri(&dir, "o"), Layout::CLOCKSEQ, options).unwrap();
-    let offset = gen.clock_offset_ms();
-    assert!((-5002..=-4998).contains(&offset), "offset {offset}");
-    assert_eq!(gen.block_margin_ms(), 12);
+    let block = (0..100)
+        .map(|_| gen.next_block(64).unwrap())
+        .find(|block| block.len() > 1)
+        .expect("a block of more than one id");
+    let tick = block.tick_ms();
+    assert_eq!(
+        Layout::CLOCKSEQ
+            .decode(block.peek().unwrap())
+            .unwrap()
+            .timestamp_ms,
+        tick
+    );
+    let shift = block.serve_from_ms() as i64 - tick as i64;
+    assert!((4998..=5002).contains(&shift), "window moved by {shift} ms");
+    assert_eq!(
+        block.serve_until_ms() - block.serve_from_ms(),
+        1,
+        "one tick, no deadline"
+    );
+    assert!(block.servable_at(tick + shift as u64) && !block.servable_at(tick));
     let _ = fs::remove_dir_all(dir);
 }
 

@@ -87,7 +87,8 @@ fn no_block_is_granted_once_the_deadline_is_within_the_margin() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let uri = format!("{}?app={}&ttl=1s", pg_url(), app("block-outage"));
     let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
-    let margin = gen.block_margin_ms();
+    // The documented margin (LeasedGenerator::next_block): two ticks + 10 ms.
+    let margin = 2 * Layout::CLOCKSEQ.unit_ms() + 10;
     let mut before = Vec::new();
     for _ in 0..50 {
         before.extend(gen.next_block(4096).unwrap());

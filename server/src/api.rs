@@ -138,11 +138,6 @@ pub fn wants_text(headers: &HeaderMap) -> bool {
     text_q > 0.0 && text_q > json_q
 }
 
-/// The generator's time (Unix ms), on which its `retry_at_ms` values are expressed.
-fn generator_now(gen: &LeasedGenerator) -> u64 {
-    clockflake_lease::wall_ms().saturating_add_signed(gen.clock_offset_ms())
-}
-
 /// Calls `take` until it gives ids or a refusal that cannot succeed before `deadline`,
 /// sleeping (never blocking the runtime) until each refusal's retry time.
 async fn with_retries<T>(
@@ -164,7 +159,7 @@ async fn with_retries<T>(
             }
             return Err(error.into());
         };
-        let wait_ms = retry_at_ms.saturating_sub(generator_now(gen));
+        let wait_ms = retry_at_ms.saturating_sub(gen.now_ms());
         if Instant::now() + Duration::from_millis(wait_ms) > deadline {
             return Err(error.into());
         }

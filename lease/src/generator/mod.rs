@@ -168,7 +168,17 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {}
 
-/// See [`LeasedGenerator::block_margin_ms`].
+/// How long before the lease deadline (boot ms) blocks of more than one id stop being
+/// granted: two ticks of the layout plus 10 ms.
+///
+/// Why that much: a binding serves a block only within its window, which ends with the block's
+/// tick, so the last id of a block goes out at most one tick after the block was granted. The
+/// window is moved onto the system's wall clock, and what is left between that and the lease's
+/// time is the truncation of two millisecond clocks read at slightly different moments (under
+/// 2 ms). The second tick and the 10 ms cover that with room to spare. So no id of a block is
+/// handed out after the deadline, as long as the system's wall clock does not step back while a
+/// block is partly served (see the README); even then such ids lie inside the persisted
+/// reservation, above which any later holder starts, so they cannot repeat.
 fn block_margin_ms(layout: &Layout) -> u64 {
     2 * layout.unit_ms() + 10
 }
@@ -412,15 +422,15 @@ impl LeasedGenerator {
     }
 
     /// Up to `max_count` consecutive ids of one tick (at least one when `max_count` is not 0),
-    /// for a binding that hands them out one by one (the Node package serves them from
+    /// for a binding that hands them out one by one later (the Node package serves them from
     /// JavaScript without a native call per id). Waits like [`LeasedGenerator::next_id`].
     ///
-    /// The deadline check is stricter than for one id, because the caller keeps serving the
-    /// block after this returns: more than one id is granted only while the deadline is more
-    /// than [`LeasedGenerator::block_margin_ms`] away, and the caller must hand the ids out
-    /// only while its clock still reads the block's tick (on the time base of
-    /// [`LeasedGenerator::clock_offset_ms`]) and never after [`LeasedGenerator::close`].
-    /// Closer to the deadline it returns a block of one id, checked exactly as `next_id`'s;
+    /// The block's window ([`IdBlock::servable_at`]) is on the system's wall clock, whatever
+    /// this generator's time is, and ends at the end of the block's tick or before the lease
+    /// deadline, whichever comes first: a binding serves the block only while
+    /// `servable_at(system clock)` holds, and never after [`LeasedGenerator::close`], and needs
+    /// to know nothing of leases. More than one id is granted only while the deadline is more
+    /// than two ticks + 10 ms away; closer, a block of one id, checked exactly as `next_id`'s;
     /// past the deadline it refuses with `LEASE_LOST`. Every id of a block is inside the
     /// persisted reservation and its clock sequence, like every id of `next_id`.
     pub fn next_block(&self, max_count: u64) -> Result<IdBlock, LeaseError> {
@@ -439,21 +449,11 @@ impl LeasedGenerator {
         self.block(Some(now_ms), max_count, false)
     }
 
-    /// How long before the lease deadline (boot ms) blocks of more than one id stop being
-    /// granted: two ticks of the layout plus 10 ms.
-    ///
-    /// Why that much: a binding serves a block's ids only while its own clock reads the
-    /// block's tick, so the last id of a block goes out at most one tick after the block was
-    /// granted. Its clock (JavaScript's `Date.now()`) is not the lease's time: the binding
-    /// shifts its readings by [`LeasedGenerator::clock_offset_ms`], and what is left between
-    /// the two is the truncation of two millisecond clocks read at slightly different moments
-    /// (under 2 ms). The second tick and the 10 ms cover that with room to spare, plus a
-    /// caller that read its clock just before the tick ended. So no id of a block is handed
-    /// out after the deadline, as long as the system's wall clock does not step back while a
-    /// block is partly served (see the README); even then such ids lie inside the persisted
-    /// reservation, above which any later holder starts, so they cannot repeat.
-    pub fn block_margin_ms(&self) -> u64 {
-        block_margin_ms(&self.layout)
+    /// This generator's time, Unix ms: the boot clock anchored to the wall clock (or the
+    /// injected clock). Ids carry it, and refusals express `retry_at_ms` on it; after the
+    /// system's wall clock steps back it does not (see the README's clock excursions).
+    pub fn now_ms(&self) -> u64 {
+        self.shared.wall_now()
     }
 
     /// The lease deadline on the boot clock ([`crate::boot_ms`]): ids are refused from then on
@@ -463,20 +463,6 @@ impl LeasedGenerator {
         match self.shared.deadline_boot_ms.load(Ordering::Acquire) {
             u64::MAX => None,
             deadline => Some(deadline),
-        }
-    }
-
-    /// How far this generator's time (the boot clock anchored to the wall clock, or the
-    /// injected clock) is ahead of the system's wall clock now, in ms (negative: behind). A
-    /// binding that tests "still inside the block's tick" on the system clock adds this to
-    /// its readings: after the wall clock steps back, the generator's time does not.
-    pub fn clock_offset_ms(&self) -> i64 {
-        let system = crate::clock::wall_ms();
-        let own = self.shared.wall_now();
-        if own >= system {
-            i64::try_from(own - system).unwrap_or(i64::MAX)
-        } else {
-            i64::try_from(system - own).map_or(i64::MIN, |d| -d)
         }
     }
 
@@ -492,7 +478,7 @@ impl LeasedGenerator {
             self.shared.check_alive()?;
             return Ok(self.shared.gen.next_block_at(0, 0)?);
         }
-        let margin_ms = self.block_margin_ms();
+        let margin_ms = block_margin_ms(&self.layout);
         // Set once the deadline is within the margin: then one id at a time, each checked as
         // `next_id` checks it, until a renewal moves the deadline.
         let mut single = max_count == 1;
@@ -524,7 +510,7 @@ impl LeasedGenerator {
         if let Some(first) = block.peek() {
             self.shared.covered(first, wait)?;
         }
-        Ok(block)
+        Ok(self.shared.window_on_system_clock(block))
     }
 
     #[inline(always)]

@@ -144,6 +144,21 @@ impl Shared {
         }
     }
 
+    /// `block`'s window moved from this generator's time onto the system's wall clock, and
+    /// ended before the lease deadline (see [`super::LeasedGenerator::next_block`]).
+    pub(super) fn window_on_system_clock(&self, block: IdBlock) -> IdBlock {
+        let system_ms = wall_ms();
+        let own_ms = self.wall_now();
+        let to_system = |ms: u64| (ms + system_ms).saturating_sub(own_ms);
+        let until_ms = match self.deadline_boot_ms.load(Ordering::Acquire) {
+            u64::MAX => block.serve_until_ms(), // file://: the lock is the lease
+            deadline => block
+                .serve_until_ms()
+                .min(own_ms.saturating_add(deadline.saturating_sub(boot_ms()))),
+        };
+        block.served_within(to_system(block.serve_from_ms()), to_system(until_ms))
+    }
+
     /// Waits until the wall clock reads `at_ms` on core's wait loop (patience for the wait
     /// plus a second), checking before each pause that the lease is still alive.
     pub(super) fn wait_until(&self, at_ms: u64) -> Result<(), LeaseError> {
