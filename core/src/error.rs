@@ -102,7 +102,8 @@ pub enum Error {
     /// example in the child after a fork); it needs a new worker id.
     WorkerIdInvalidated,
     /// `LEASE_LOST`: the generator's worker-id lease expired without renewal, so another holder
-    /// may already have the worker id.
+    /// may already have the worker id. A clock that covers time only while a lease holds refuses
+    /// with it ([`crate::Clock::try_now_ms`]), and the generator issues nothing.
     LeaseLost,
     /// `WORKER_POOL_EXHAUSTED`: every worker id of the layout is leased.
     WorkerPoolExhausted {

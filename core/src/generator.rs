@@ -437,7 +437,7 @@ impl Generator {
     /// wait, it refuses with the time to retry at ([`Error::retry_at_ms`]).
     #[inline]
     pub fn next_id_at(&self, now_ms: u64) -> Result<u64, Error> {
-        self.issue(&mut || now_ms)
+        self.issue(&mut || Ok(now_ms))
     }
 
     /// [`Generator::next_id_at`] for a generator this thread owns (`&mut`): the same rules and
@@ -459,7 +459,7 @@ impl Generator {
                 *self.last.get_mut() = next;
                 Ok(next)
             }
-            None => self.issue_slow(&mut || now_ms),
+            None => self.issue_slow(&mut || Ok(now_ms)),
         }
     }
 
@@ -467,7 +467,7 @@ impl Generator {
     /// another thread's newer id for a clock step back. Never blocks.
     #[inline]
     pub fn try_next_id_with<C: Clock + ?Sized>(&self, clock: &C) -> Result<u64, Error> {
-        self.issue(&mut || clock.now_ms())
+        self.issue(&mut || clock.try_now_ms())
     }
 
     /// Up to `max_count` consecutive ids of one tick at an explicit time, taken in one atomic
@@ -476,7 +476,7 @@ impl Generator {
     /// left behind) give a block of one id. Never blocks; an empty block only when
     /// `max_count` is 0.
     pub fn next_block_at(&self, now_ms: u64, max_count: u64) -> Result<IdBlock, Error> {
-        self.issue_block(&mut || now_ms, max_count)
+        self.issue_block(&mut || Ok(now_ms), max_count)
     }
 
     /// [`Generator::next_block_at`], reading `clock` after the generator's state.
@@ -485,14 +485,14 @@ impl Generator {
         clock: &C,
         max_count: u64,
     ) -> Result<IdBlock, Error> {
-        self.issue_block(&mut || clock.now_ms(), max_count)
+        self.issue_block(&mut || clock.try_now_ms(), max_count)
     }
 
     #[inline(always)]
-    fn issue<T: FnMut() -> u64>(&self, now: &mut T) -> Result<u64, Error> {
+    fn issue<T: FnMut() -> Result<u64, Error>>(&self, now: &mut T) -> Result<u64, Error> {
         let mut last = self.last.load(Ordering::Acquire);
         loop {
-            let Some((next, _)) = self.fast_room(last, self.tick_unchecked(now())) else {
+            let Some((next, _)) = self.fast_room(last, self.tick_unchecked(now()?)) else {
                 return self.issue_slow(now);
             };
             match self
@@ -505,7 +505,7 @@ impl Generator {
         }
     }
 
-    fn issue_block<T: FnMut() -> u64>(
+    fn issue_block<T: FnMut() -> Result<u64, Error>>(
         &self,
         now: &mut T,
         max_count: u64,
@@ -522,7 +522,7 @@ impl Generator {
         }
         let mut last = self.last.load(Ordering::Acquire);
         loop {
-            let Some((first, room)) = self.fast_room(last, self.tick_unchecked(now())) else {
+            let Some((first, room)) = self.fast_room(last, self.tick_unchecked(now()?)) else {
                 return self.issue_slow(now).map(|id| self.block(id, 1));
             };
             let count = room.min(max_count);
@@ -590,11 +590,11 @@ impl Generator {
     /// layout's lifetime, and the clock going back.
     #[cold]
     #[inline(never)]
-    fn issue_slow(&self, now: &mut dyn FnMut() -> u64) -> Result<u64, Error> {
+    fn issue_slow(&self, now: &mut dyn FnMut() -> Result<u64, Error>) -> Result<u64, Error> {
         let _lock = self.lock_slow_path();
         loop {
             let last = self.last.load(Ordering::Acquire);
-            let now_ms = now();
+            let now_ms = now()?;
             let tick = self.layout.tick_of(now_ms)?;
             let decision = self.decide(last, tick, now_ms)?;
             if self

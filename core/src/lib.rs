@@ -53,6 +53,15 @@ pub use std_clock::{wait_until, MonotonicClock, SystemClock};
 pub trait Clock {
     /// The current time, Unix ms.
     fn now_ms(&self) -> u64;
+
+    /// The time to issue an id at, or why no id may be issued now. A clock that stops
+    /// covering time refuses (a lease at its deadline: [`Error::LeaseLost`]), and the
+    /// generator returns that refusal having issued nothing. Every read the generator makes
+    /// to issue an id goes through here; the default never refuses.
+    #[inline(always)]
+    fn try_now_ms(&self) -> Result<u64, Error> {
+        Ok(self.now_ms())
+    }
 }
 
 impl<F: Fn() -> u64> Clock for F {

@@ -103,3 +103,51 @@ fn a_block_is_servable_within_its_tick_only_and_says_which_tick() {
     // An empty block is never servable.
     assert!(!gen.next_block_at(now, 0).unwrap().servable_at(now));
 }
+
+/// A clock that covers time only while `open` holds, as a lease's clock does.
+struct Covering {
+    now_ms: u64,
+    open: std::cell::Cell<bool>,
+}
+
+impl clockflake::Clock for Covering {
+    fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+    fn try_now_ms(&self) -> Result<u64, clockflake::Error> {
+        if self.open.get() {
+            Ok(self.now_ms)
+        } else {
+            Err(clockflake::Error::LeaseLost)
+        }
+    }
+}
+
+#[test]
+fn a_clock_that_refuses_time_stops_the_generator_without_using_an_id() {
+    let gen = Generator::new(Layout::CLOCKSEQ, 2, Options::default()).unwrap();
+    let clock = Covering {
+        now_ms: T,
+        open: std::cell::Cell::new(true),
+    };
+    let first = gen.try_next_id_with(&clock).unwrap();
+    let before = gen.state();
+    clock.open.set(false);
+    for _ in 0..3 {
+        assert_eq!(
+            gen.try_next_id_with(&clock),
+            Err(clockflake::Error::LeaseLost)
+        );
+        assert_eq!(
+            gen.try_next_block_with(&clock, 10),
+            Err(clockflake::Error::LeaseLost)
+        );
+    }
+    assert_eq!(gen.state(), before, "nothing issued while refused");
+    clock.open.set(true);
+    assert_eq!(
+        gen.try_next_id_with(&clock).unwrap(),
+        first + 1,
+        "no id skipped or repeated"
+    );
+}

@@ -132,6 +132,14 @@ impl LeaseError {
         }
     }
 
+    /// A renewal the coordinator did not apply: the lease on `worker_id` under `epoch` is gone.
+    #[cfg(any(feature = "postgres", feature = "redis"))]
+    pub(crate) fn taken_over(worker_id: u64, epoch: impl fmt::Display) -> LeaseError {
+        LeaseError::lost(format!(
+            "the lease on worker id {worker_id} expired or was taken over (epoch {epoch})"
+        ))
+    }
+
     pub(crate) fn unavailable(coordinator: &str, reason: impl fmt::Display) -> LeaseError {
         LeaseError::CoordinatorUnavailable {
             coordinator: coordinator.to_owned(),

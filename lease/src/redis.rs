@@ -377,14 +377,11 @@ impl Coordinator for RedisCoordinator {
                 .arg(&record)
                 .invoke(connection)
         })?;
-        if renewed == 1 {
-            Ok(())
-        } else {
+        if renewed != 1 {
             self.held = None;
-            Err(LeaseError::lost(format!(
-                "the lease on worker id {worker_id} expired or was taken over (epoch {epoch})"
-            )))
+            return Err(LeaseError::taken_over(worker_id, epoch));
         }
+        Ok(())
     }
 
     fn release(&mut self, state: Option<&State>) -> Result<(), LeaseError> {

@@ -379,17 +379,7 @@ impl LeasedGenerator {
     /// `LEASE_LOST` once the lease deadline has passed.
     #[inline]
     pub fn next_id(&self) -> Result<u64, LeaseError> {
-        self.shared.check_fork()?;
-        loop {
-            match self.shared.attempt(None) {
-                Ok(id) => return self.finish(id, true),
-                Err(Miss::Limit) => self.shared.refresh(None, true)?,
-                Err(Miss::Core(error)) => match self.shared.retry_at(&error) {
-                    Some(at) => self.shared.wait_until(at)?,
-                    None => return Err(LeaseError::Core(error)),
-                },
-            }
-        }
+        self.one(None, true)
     }
 
     /// The next id, never waiting: where [`LeasedGenerator::next_id`] would wait (for the
@@ -397,27 +387,38 @@ impl LeasedGenerator {
     /// ([`LeaseError::retry_at_ms`]).
     #[inline]
     pub fn try_next_id(&self) -> Result<u64, LeaseError> {
-        self.shared.check_fork()?;
-        loop {
-            match self.shared.attempt(None) {
-                Ok(id) => return self.finish(id, false),
-                Err(Miss::Limit) => self.shared.refresh(None, false)?,
-                Err(Miss::Core(error)) => return Err(LeaseError::Core(error)),
-            }
-        }
+        self.one(None, false)
     }
 
     /// The next id at an explicit time (Unix ms), for tests. Never waits for the clock (at
     /// most [`RENEWAL_WAIT`] for the renewal thread); the lease deadline and the reservation
     /// apply as to every id.
     pub fn next_id_at(&self, now_ms: u64) -> Result<u64, LeaseError> {
+        self.one(Some(now_ms), false)
+    }
+
+    /// One id at the generator's time or `explicit_ms`; `wait`: for the clock as well as for
+    /// the renewal thread (an explicit time is never waited for, the renewal thread is).
+    #[inline(always)]
+    fn one(&self, explicit_ms: Option<u64>, wait: bool) -> Result<u64, LeaseError> {
         self.shared.check_fork()?;
+        let wait_for_renewal = wait || explicit_ms.is_some();
         loop {
-            match self.shared.attempt(Some(now_ms)) {
-                Ok(id) => return self.finish(id, true),
-                Err(Miss::Limit) => self.shared.refresh(Some(now_ms), true)?,
-                Err(Miss::Core(error)) => return Err(LeaseError::Core(error)),
+            match self.shared.attempt(explicit_ms) {
+                Ok(id) => return self.finish(id, wait_for_renewal),
+                Err(Miss::Limit) => self.shared.refresh(explicit_ms, wait_for_renewal)?,
+                Err(Miss::Core(error)) => self.wait_or_refuse(error, wait)?,
             }
+        }
+    }
+
+    /// After a core refusal: waits until its retry time when `wait` and core's bound allow
+    /// it, or gives the refusal.
+    #[cold]
+    fn wait_or_refuse(&self, error: Error, wait: bool) -> Result<(), LeaseError> {
+        match self.shared.retry_at(&error).filter(|_| wait) {
+            Some(at) => self.shared.wait_until(at),
+            None => Err(LeaseError::Core(error)),
         }
     }
 
@@ -482,6 +483,7 @@ impl LeasedGenerator {
         // Set once the deadline is within the margin: then one id at a time, each checked as
         // `next_id` checks it, until a renewal moves the deadline.
         let mut single = max_count == 1;
+        let wait_for_renewal = wait || explicit_ms.is_some();
         loop {
             let attempt = if single {
                 self.shared.attempt_block(explicit_ms, 1, 0)
@@ -489,17 +491,13 @@ impl LeasedGenerator {
                 self.shared.attempt_block(explicit_ms, max_count, margin_ms)
             };
             match attempt {
-                Ok(block) => return self.finish_block(block, wait || explicit_ms.is_some()),
+                Ok(block) => return self.finish_block(block, wait_for_renewal),
                 Err(Miss::Limit) if !single => single = true,
                 Err(Miss::Limit) => {
-                    self.shared
-                        .refresh(explicit_ms, wait || explicit_ms.is_some())?;
+                    self.shared.refresh(explicit_ms, wait_for_renewal)?;
                     single = max_count == 1;
                 }
-                Err(Miss::Core(error)) => match self.shared.retry_at(&error).filter(|_| wait) {
-                    Some(at) => self.shared.wait_until(at)?,
-                    None => return Err(LeaseError::Core(error)),
-                },
+                Err(Miss::Core(error)) => self.wait_or_refuse(error, wait)?,
             }
         }
     }

@@ -2,7 +2,6 @@
 //! and the same time limited by the lease deadline and the persisted reservation, as the core
 //! generator reads it.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -63,47 +62,56 @@ impl Time {
     }
 }
 
-/// The generator's time as the core reads it (explicit, boot-anchored or injected), turned
-/// into a time no layout holds once the deadline (less `margin_ms`) or the reservation has
-/// passed, so that the core refuses without issuing; `passed` tells the two refusals apart.
+/// The generator's time as the core reads it (explicit, boot-anchored or injected), which
+/// refuses with core's `LEASE_LOST` once the deadline (less `margin_ms`) or the reservation
+/// has passed, so that the core refuses without issuing ([`Clock::try_now_ms`]).
 pub(super) struct LimitedClock<'a> {
-    pub(super) shared: &'a Shared,
-    pub(super) explicit_ms: Option<u64>,
-    pub(super) margin_ms: u64,
-    pub(super) passed: Cell<bool>,
+    shared: &'a Shared,
+    explicit_ms: Option<u64>,
+    margin_ms: u64,
 }
 
-impl Clock for LimitedClock<'_> {
+impl LimitedClock<'_> {
+    /// The generator's time, and the boot clock it was read with (one clock read for both).
     #[inline(always)]
-    fn now_ms(&self) -> u64 {
-        let shared = self.shared;
+    fn read(&self) -> (u64, u64) {
         let boot = boot_ms();
-        let wall = match (self.explicit_ms, &shared.time) {
+        let wall = match (self.explicit_ms, &self.shared.time) {
             (Some(ms), _) => ms,
             (None, Time::Boot { anchor }) => anchor.load(Ordering::Relaxed) + boot,
             (None, Time::Injected(clock)) => clock.now_ms(),
         };
-        let ok = boot.saturating_add(self.margin_ms)
-            < shared.deadline_boot_ms.load(Ordering::Acquire)
-            && wall <= shared.reserved_wall_ms.load(Ordering::Acquire);
-        self.passed.set(ok);
-        if ok {
-            wall
+        (wall, boot)
+    }
+}
+
+impl Clock for LimitedClock<'_> {
+    fn now_ms(&self) -> u64 {
+        self.read().0
+    }
+
+    #[inline(always)]
+    fn try_now_ms(&self) -> Result<u64, Error> {
+        let shared = self.shared;
+        let (wall, boot) = self.read();
+        if boot.saturating_add(self.margin_ms) < shared.deadline_boot_ms.load(Ordering::Acquire)
+            && wall <= shared.reserved_wall_ms.load(Ordering::Acquire)
+        {
+            Ok(wall)
         } else {
-            u64::MAX
+            Err(Error::LeaseLost)
         }
     }
 }
 
-impl LimitedClock<'_> {
-    /// The core's answer: a refusal caused by the limit is [`Miss::Limit`].
-    #[inline(always)]
-    pub(super) fn judge<T>(&self, issued: Result<T, Error>) -> Result<T, Miss> {
-        match issued {
-            Ok(value) => Ok(value),
-            Err(_) if !self.passed.get() => Err(Miss::Limit),
-            Err(error) => Err(Miss::Core(error)),
-        }
+/// The core's answer: its `LEASE_LOST` comes from [`LimitedClock`] alone, and is
+/// [`Miss::Limit`] (renew, or refuse with the lease's own error).
+#[inline(always)]
+fn judge<T>(issued: Result<T, Error>) -> Result<T, Miss> {
+    match issued {
+        Ok(value) => Ok(value),
+        Err(Error::LeaseLost) => Err(Miss::Limit),
+        Err(error) => Err(Miss::Core(error)),
     }
 }
 
@@ -117,8 +125,7 @@ impl Shared {
     /// the deadline or the reservation has passed.
     #[inline(always)]
     pub(super) fn attempt(&self, explicit_ms: Option<u64>) -> Result<u64, Miss> {
-        let clock = self.limited(explicit_ms, 0);
-        clock.judge(self.gen.try_next_id_with(&clock))
+        judge(self.gen.try_next_id_with(&self.limited(explicit_ms, 0)))
     }
 
     /// One try at a block of up to `max_count` ids of one tick: as [`Shared::attempt`], but
@@ -130,8 +137,10 @@ impl Shared {
         max_count: u64,
         margin_ms: u64,
     ) -> Result<IdBlock, Miss> {
-        let clock = self.limited(explicit_ms, margin_ms);
-        clock.judge(self.gen.try_next_block_with(&clock, max_count))
+        judge(
+            self.gen
+                .try_next_block_with(&self.limited(explicit_ms, margin_ms), max_count),
+        )
     }
 
     #[inline(always)]
@@ -140,7 +149,6 @@ impl Shared {
             shared: self,
             explicit_ms,
             margin_ms,
-            passed: Cell::new(false),
         }
     }
 

@@ -315,24 +315,15 @@ impl ZooKeeperCoordinator {
         let mut mine_version = None;
         for name in &names {
             let path = format!("{servers_dir}/{name}");
-            let read = {
-                let path = path.clone();
-                self.call(|client| async move { client.get_data(&path).await })
-            };
-            let (data, stat) = match read {
-                Ok(found) => found,
-                Err(Fault::Zk(zk::Error::NoNode)) => continue,
-                Err(fault) => return Err(self.unavailable(fault)),
+            let Some((state, stat)) = self.read_server_node(&path)? else {
+                continue;
             };
             if *name == mine_name {
                 mine_version = Some(stat.version);
             }
-            if data.is_empty() {
+            let Some(state) = state else {
                 continue;
-            }
-            let state = record::decode(&data).map_err(|reason| {
-                LeaseError::corrupt(format!("{} node {path}", self.describe), reason)
-            })?;
+            };
             merged = Some(match merged {
                 None => (state, stat.mtime),
                 Some((mut acc, mtime)) => {

@@ -166,6 +166,27 @@ impl ZooKeeperCoordinator {
         LeaseError::unavailable(&self.describe, reason)
     }
 
+    /// A `servers` node's record and stat: `None` when the node is gone, no record while it
+    /// holds none yet; a record that cannot be read is `INVALID_STATE`, never skipped.
+    pub(super) fn read_server_node(
+        &self,
+        path: &str,
+    ) -> Result<Option<(Option<State>, zk::Stat)>, LeaseError> {
+        let owned = path.to_owned();
+        let (data, stat) = match self.call(|client| async move { client.get_data(&owned).await }) {
+            Ok(found) => found,
+            Err(Fault::Zk(zk::Error::NoNode)) => return Ok(None),
+            Err(fault) => return Err(self.unavailable(fault)),
+        };
+        if data.is_empty() {
+            return Ok(Some((None, stat)));
+        }
+        let state = record::decode(&data).map_err(|reason| {
+            LeaseError::corrupt(format!("{} node {path}", self.describe), reason)
+        })?;
+        Ok(Some((Some(state), stat)))
+    }
+
     pub(super) fn servers_dir(&self) -> String {
         format!("{}/servers", self.root)
     }
@@ -300,21 +321,9 @@ impl Coordinator for ZooKeeperCoordinator {
                     continue;
                 }
                 let path = format!("{}/{name}", self.servers_dir());
-                let read = {
-                    let path = path.clone();
-                    self.call(|client| async move { client.get_data(&path).await })
-                };
-                let data = match read {
-                    Ok((data, _)) => data,
-                    Err(Fault::Zk(zk::Error::NoNode)) => continue,
-                    Err(fault) => return Err(self.unavailable(fault)),
-                };
-                if data.is_empty() {
+                let Some((Some(state), _)) = self.read_server_node(&path)? else {
                     continue;
-                }
-                let state = record::decode(&data).map_err(|reason| {
-                    LeaseError::corrupt(format!("{} node {path}", self.describe), reason)
-                })?;
+                };
                 found = Some(match found {
                     None => state,
                     Some(mut acc) => {
