@@ -128,6 +128,27 @@ pub fn error_take() -> String {
     String::from(error.code())
 }
 
+/// For the JS blocking wrapper, after a refusal at `now_ms`: the time to wait for and try again
+/// at (core's `Generator::blocking_retry_at`: a full tick only if the next starts within
+/// `Generator::MAX_TICK_WAIT_MS`, a clock step back only within `max_wait_ms`), the refusal then
+/// dropped; or -1 for a final refusal, kept for [`error_take`].
+#[wasm_bindgen]
+pub fn error_retry_at(now_ms: f64) -> f64 {
+    LAST_ERROR.with(|last| {
+        let error = last.take();
+        match error
+            .as_ref()
+            .and_then(|error| Generator::blocking_retry_at(error, now_ms as u64))
+        {
+            Some(at_ms) => at_ms as f64,
+            None => {
+                last.set(error);
+                -1.0
+            }
+        }
+    })
+}
+
 /// Records `CLOCK_NOT_ADVANCING` (the JS blocking wrapper gave up waiting) for [`error_take`].
 #[wasm_bindgen]
 pub fn error_clock_not_advancing(waiting_for_ms: f64, now_ms: f64) {
