@@ -17,7 +17,7 @@ NODE_DIR := $(ROOT)/bindings-node
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node setup-biome build-node build-js lint-node lint-js test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross setup-qemu-arm64 check-node-arm64
+.PHONY: setup-node setup-biome build-node build-js lint-node lint-js core-errors-node test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross setup-qemu-arm64 check-node-arm64
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -54,9 +54,19 @@ lint-js: setup-biome
 	cd $(NODE_DIR) && $(BIOME) lint --error-on-warnings .
 	cd $(ROOT)/bindings-wasm && $(BIOME) lint --error-on-warnings .
 
+# Core's own code and message for each case of tests/errors.test.mjs (examples/core_errors.rs),
+# which compares the API's errors with them. Release build for the host target, as napi build
+# makes the addon: it reuses those artifacts instead of compiling the lease crate's
+# dependencies a second time.
+HOST_TARGET := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+
+core-errors-node: setup-rust
+	@mkdir -p $(NODE_DIR)/pkg
+	$(CARGO) run -q --release --target $(HOST_TARGET) -p clockflake-node --example core_errors > $(NODE_DIR)/pkg/core-errors.tsv
+
 # The PostgreSQL lease tests need a server: a throwaway one in a temp dir (PostgreSQL 15 from apt
 # if missing, as test-lease does), stopped afterwards whatever happens.
-test-node: build-node lint-node lint-js
+test-node: build-node lint-node lint-js core-errors-node
 	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-node-pg.XXXXXX); \
 	trap '$(ROOT)/scripts/postgres.sh stop' EXIT; \
 	$(ROOT)/scripts/postgres.sh start; \
@@ -70,12 +80,9 @@ setup-bench-node: setup-node
 	@cd $(NODE_DIR)/bench && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
 	  npm ci --no-audit --no-fund; fi
 
-# Before and after in one run: the package's JavaScript as it was before the wasm engine
-# (43d5f1b, over the napi engine, whose exports the addon still has) runs beside the current one.
 # Node first (5 runs), then the same script in Bun and Deno (3 runs each; their binaries come
 # from smoke/'s lock), each writing its own section of BENCHMARKS.md.
 bench-node: build-node setup-bench-node setup-node-smoke
-	cd $(NODE_DIR) && git show 43d5f1b:bindings-node/index.js | sed "s#require('./binding.js')#require('../binding.js')#" > bench/native-engine.cjs
 	cd $(NODE_DIR) && node bench/bench.mjs --write-benchmarks $(ROOT)/BENCHMARKS.md
 	cd $(NODE_DIR) && smoke/node_modules/@oven/bun-linux-x64/bin/bun bench/bench.mjs --runs 3 --write-benchmarks $(ROOT)/BENCHMARKS.md
 	cd $(NODE_DIR) && smoke/node_modules/@deno/linux-x64-glibc/deno run -A bench/bench.mjs --runs 3 --write-benchmarks $(ROOT)/BENCHMARKS.md
@@ -125,7 +132,8 @@ build-node-cross: setup-zig setup-rust
 
 # The linux-arm64-gnu addon, run: Bun for aarch64 (npm's @oven/bun-linux-aarch64, unpacked; npm
 # would refuse to install another CPU's package) under qemu-user with Debian's arm64 glibc
-# leases a worker id through it (smoke/native-check.cjs). The musl addons are only checked for
+# leases a worker id through it, and the package's decode (lib/, build-js) reads its ids back
+# (smoke/native-check.cjs). The musl addons are only checked for
 # format and symbols: no musl runtime that loads addons installs here.
 BUN_ARM64_VERSION := 1.4.4
 BUN_ARM64_DIR := $(ROOT)/target/tools/bun-arm64-$(BUN_ARM64_VERSION)
@@ -137,7 +145,7 @@ setup-qemu-arm64:
 	@test -x $(BUN_ARM64) || { mkdir -p $(BUN_ARM64_DIR) \
 	  && (cd $(BUN_ARM64_DIR) && npm pack -q @oven/bun-linux-aarch64@$(BUN_ARM64_VERSION) >/dev/null && tar xzf oven-bun-linux-aarch64-*.tgz && rm oven-bun-linux-aarch64-*.tgz); }
 
-check-node-arm64: build-node-cross setup-qemu-arm64
+check-node-arm64: build-node-cross setup-qemu-arm64 build-js
 	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 $(BUN_ARM64) $(NODE_DIR)/smoke/native-check.cjs $(NATIVE_DIST_DIR)/clockflake.linux-arm64-gnu.node
 
 dist-js: build-node build-node-cross check-node-arm64

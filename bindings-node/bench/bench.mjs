@@ -38,18 +38,6 @@ process.on('exit', () => {
   rmSync(leaseDir, { recursive: true, force: true });
 });
 
-/**
- * The package as it was before the wasm engine (its napi JavaScript, bench/native-engine.cjs,
- * written by `make bench-node` from git), for before/after in one run; skipped when absent.
- */
-let nativeEngine = null;
-try {
-  nativeEngine = require('./native-engine.cjs');
-} catch {
-  nativeEngine = null;
-}
-const nativeGen = nativeEngine === null ? null : new nativeEngine.Generator({ workerId: 8 });
-
 function implementations() {
   const gen = new clockflake.Generator({ workerId: 7 });
   const sapphire = new SapphireSnowflake(EPOCH);
@@ -68,16 +56,6 @@ function implementations() {
       decode: (id) => clockflake.decode(id),
       batch: (n) => leased.nextIds(n),
     },
-    ...(nativeEngine === null
-      ? []
-      : [
-          {
-            name: 'clockflake before (napi engine, main at 43d5f1b)',
-            next: () => nativeGen.nextId(),
-            decode: (id) => nativeEngine.decode(id),
-            batch: (n) => nativeGen.nextIds(n),
-          },
-        ]),
     { name: '@sapphire/snowflake', next: () => sapphire.generate(), decode: (id) => sapphire.deconstruct(id) },
     { name: 'snowflakify', next: () => snowflakify.nextId(), decode: (id) => snowflakify.destructure(id) },
     {
@@ -295,7 +273,7 @@ const section = [
     'the default layout allows 4,096 ids per ms per worker, so 4,096,000 ids/s is the cap, and a generator above it is issuing duplicates or borrowing future time. ' +
     '*raw* is the cost per call in bursts of 1,000 calls started just after the millisecond changes (below the cap, so nothing waits); ' +
     '*first call of a ms* is one call just after the millisecond changes, the timer cost subtracted, median and 99th percentile of 300 (what a caller needing an id now and then pays); ' +
-    'a fixed-worker-id clockflake generator runs on the wasm engine (one wasm call per id), the leased one on the native addon; *clockflake before* is the napi engine of the package before the two were unified, run from the same build. ' +
+    "a fixed-worker-id clockflake generator runs on the wasm engine (one wasm call per id), the leased one on the native addon; the addon's static napi engine (the *clockflake before* row of earlier runs) was removed in issue 16: the package's fixed-worker generator is the wasm engine. " +
     '*decode* is one id to its parts (clockflake `decode`, sapphire `deconstruct`, snowflakify `destructure`, nodejs-snowflake `timestampFromID` + `instanceIDFromID`, uuidv7 `UUID.parse`). ' +
     'uuidv7 ids are 128-bit strings, not 64-bit integers: listed for scale. *CPU share* is the CPU time of the process over the wall time of that loop (all generators spin or compute the whole second): on this shared 2-core machine other processes take whole milliseconds, and a millisecond the process is off the CPU is a millisecond of ids lost to every generator alike.',
 ].join('\n');

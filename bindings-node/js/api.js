@@ -47,13 +47,6 @@ function nativeAddon() {
 
 let CORE_CODES = new Set();
 
-/**
- * The longest a blocking call (`nextId`, `nextIds`) waits for the next tick when the current one
- * is full: core's `Generator::MAX_TICK_WAIT_MS`. Past it (a layout with long ticks, such as a
- * 1-day unit), it throws SEQUENCE_EXHAUSTED with `retryAtMs` at once instead of spinning.
- */
-const MAX_TICK_WAIT_MS = 1000;
-
 /** Gives an error thrown by the native module its brand and `retryAtMs`. */
 function fromNative(error) {
   return adopt(error, error !== null && typeof error === 'object' && CORE_CODES.has(error.code) ? native.lastRetryAtMs() : null);
@@ -641,15 +634,15 @@ export class Generator {
 
   /**
    * After a refusal at `now`: waits for the time it names and tries again with `attempt(ms)`,
-   * until success or a final refusal. A full tick is waited for only if the next starts within
-   * MAX_TICK_WAIT_MS (a layout with long ticks throws SEQUENCE_EXHAUSTED with `retryAtMs` at
-   * once); a clock step back names a retry time only within `maxWaitMs` (the core's rule).
+   * until success or a final refusal. Whether and until when to wait is core's rule
+   * (`Generator::blocking_retry_at`): a full tick only if the next starts within a second (a
+   * layout with long ticks throws SEQUENCE_EXHAUSTED with `retryAtMs` at once), a clock step
+   * back only within `maxWaitMs`.
    */
   #retry(now, attempt) {
     for (;;) {
-      const error = this.#refused();
-      const at = error.retryAtMs;
-      if (at === null || (error.code === 'SEQUENCE_EXHAUSTED' && at - now > MAX_TICK_WAIT_MS)) throw error;
+      const at = engine.blockingRetryAt(now);
+      if (at < 0) throw this.#refused();
       now = this.#waitUntil(at, now);
       const outcome = attempt(now);
       if (outcome >= 0) return outcome;

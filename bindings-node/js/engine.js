@@ -12,6 +12,7 @@ import {
   encode as wasm_encode,
   error_clock_not_advancing as wasm_error_clock_not_advancing,
   error_high_water_out_of_range as wasm_error_high_water_out_of_range,
+  error_retry_at as wasm_error_retry_at,
   error_take as wasm_error_take,
   gen_fill as wasm_gen_fill,
   gen_free as wasm_gen_free,
@@ -254,6 +255,13 @@ export function copyIds(out, offset, count) {
   fresh();
   out.set(idBuffer.subarray(0, count), offset);
 }
+
+/**
+ * After a refusal at `nowMs`: the Unix ms a blocking call waits for and tries again at, by core's
+ * rule (`Generator::blocking_retry_at`; the refusal is then dropped), or -1 for a final refusal
+ * (still there for `takeError()`).
+ */
+export const blockingRetryAt = wasm_error_retry_at;
 
 export function clockNotAdvancing(waitingForMs, nowMs) {
   wasm_error_clock_not_advancing(waitingForMs, nowMs);

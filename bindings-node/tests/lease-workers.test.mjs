@@ -56,74 +56,66 @@ if (cluster.isWorker && process.env.CLOCKFLAKE_LEASE_CHILD) {
     assert.equal(duplicates, 0, 'no duplicate among 800,000 ids');
   }
 
-  test('cluster: 8 workers each open their own lease, 8 x 100,000 ids, no duplicates', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'clockflake-node-cluster-'));
-    try {
-      const uri = `file://${dir}?app=cluster`;
-      cluster.setupPrimary({ exec: fileURLToPath(import.meta.url), execArgv: [], serialization: 'advanced', silent: false });
-      const workers = [];
-      const results = await new Promise((resolve, reject) => {
-        const got = [];
-        for (let i = 0; i < CHILDREN; i++) {
-          const worker = cluster.fork({ CLOCKFLAKE_LEASE_CHILD: uri, NODE_TEST_CONTEXT: '' });
-          workers.push(worker);
-          worker.on('message', (message) => {
-            got.push(message);
-            if (got.length === CHILDREN) resolve(got);
-          });
-          worker.on('error', reject);
-          worker.on('exit', (code) => {
-            if (code !== 0) reject(new Error(`cluster worker exited with ${code}`));
-          });
-        }
-      });
-      assert.equal(new Set(results.map((r) => r.pid)).size, CHILDREN, '8 processes');
-      checkAll(results);
-      const exits = workers.map((w) => new Promise((resolve) => w.on('exit', resolve)));
-      for (const w of workers) w.send('close');
-      await Promise.all(exits);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  /**
+   * Starts CHILDREN children with `start(uri)` on a fresh lease directory, checks the results
+   * they send, then tells each to close (`tell(child)`) and waits until every one has exited.
+   * A child that fails or exits non-zero before reporting fails the test.
+   */
+  async function leaseInChildren(t, what, start, tell) {
+    const dir = mkdtempSync(join(tmpdir(), `clockflake-node-${what}-`));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const uri = `file://${dir}?app=${what}`;
+    const children = [];
+    const results = await new Promise((resolve, reject) => {
+      const got = [];
+      for (let i = 0; i < CHILDREN; i++) {
+        const child = start(uri);
+        children.push(child);
+        child.on('message', (message) => {
+          got.push(message);
+          if (got.length === CHILDREN) resolve(got);
+        });
+        child.on('error', reject);
+        child.on('exit', (code) => {
+          if (code !== 0) reject(new Error(`a child (${what}) exited with ${code}`));
+        });
+      }
+    });
+    checkAll(results);
+    const exits = children.map((child) => new Promise((resolve) => child.on('exit', resolve)));
+    for (const child of children) tell(child);
+    await Promise.all(exits);
+    return results;
+  }
+
+  test('cluster: 8 workers each open their own lease, 8 x 100,000 ids, no duplicates', async (t) => {
+    cluster.setupPrimary({ exec: fileURLToPath(import.meta.url), execArgv: [], serialization: 'advanced', silent: false });
+    const results = await leaseInChildren(
+      t,
+      'cluster',
+      (uri) => cluster.fork({ CLOCKFLAKE_LEASE_CHILD: uri, NODE_TEST_CONTEXT: '' }),
+      (worker) => worker.send('close'),
+    );
+    assert.equal(new Set(results.map((r) => r.pid)).size, CHILDREN, '8 processes');
   });
 
-  test('worker_threads: 8 threads each open their own lease, 8 x 100,000 ids, no duplicates', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'clockflake-node-threads-'));
-    try {
-      const uri = `file://${dir}?app=threads`;
-      const code = `
-        const { parentPort, workerData } = require('node:worker_threads');
-        import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
-          const gen = Generator.open(workerData.uri);
-          const ids = new BigUint64Array(workerData.count);
-          for (let i = 0; i < ids.length; i++) ids[i] = gen.nextId();
-          parentPort.once('message', () => { gen.close(); parentPort.close(); });
-          parentPort.postMessage({ workerId: gen.workerId, pid: process.pid, ids });
-        });
-      `;
-      const workers = [];
-      const results = await new Promise((resolve, reject) => {
-        const got = [];
-        for (let i = 0; i < CHILDREN; i++) {
-          const worker = new Worker(code, { eval: true, workerData: { uri, count: PER_CHILD } });
-          workers.push(worker);
-          worker.on('message', (message) => {
-            got.push(message);
-            if (got.length === CHILDREN) resolve(got);
-          });
-          worker.on('error', reject);
-          worker.on('exit', (exitCode) => {
-            if (exitCode !== 0) reject(new Error(`worker thread exited with ${exitCode}`));
-          });
-        }
+  test('worker_threads: 8 threads each open their own lease, 8 x 100,000 ids, no duplicates', async (t) => {
+    const code = `
+      const { parentPort, workerData } = require('node:worker_threads');
+      import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
+        const gen = Generator.open(workerData.uri);
+        const ids = new BigUint64Array(workerData.count);
+        for (let i = 0; i < ids.length; i++) ids[i] = gen.nextId();
+        parentPort.once('message', () => { gen.close(); parentPort.close(); });
+        parentPort.postMessage({ workerId: gen.workerId, pid: process.pid, ids });
       });
-      assert.equal(new Set(results.map((r) => r.pid)).size, 1, 'one process');
-      checkAll(results);
-      const exits = workers.map((w) => new Promise((resolve) => w.on('exit', resolve)));
-      for (const w of workers) w.postMessage('close');
-      await Promise.all(exits);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    `;
+    const results = await leaseInChildren(
+      t,
+      'threads',
+      (uri) => new Worker(code, { eval: true, workerData: { uri, count: PER_CHILD } }),
+      (thread) => thread.postMessage('close'),
+    );
+    assert.equal(new Set(results.map((r) => r.pid)).size, 1, 'one process');
   });
 }

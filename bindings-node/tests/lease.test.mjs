@@ -11,8 +11,11 @@ import { Worker } from 'node:worker_threads';
 import { Generator, decode } from '../lib/index.mjs';
 import { throwsCoded as throwsCodedWith } from '../../tests/harness/node-errors.mjs';
 
-function tempDir() {
-  return mkdtempSync(join(tmpdir(), 'clockflake-node-lease-'));
+/** A temporary directory, removed when test `t` ends (whether it passed or not). */
+function tempDir(t) {
+  const dir = mkdtempSync(join(tmpdir(), 'clockflake-node-lease-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /**
@@ -47,171 +50,147 @@ const SMALL = {
   epochMs: 1_704_067_200_000,
 };
 
-test('open: leases distinct worker ids, ids carry them, close releases them for reuse', () => {
-  const dir = tempDir();
-  try {
-    const uri = `file://${dir}?app=orders`;
-    const a = Generator.open(uri);
-    const b = Generator.open(uri);
-    assert.ok(a instanceof Generator);
-    assert.notEqual(a.workerId, b.workerId);
-    assert.ok(a.isActive && b.isActive);
-    assert.equal(a.coordinator, `file://${dir}?app=orders`);
-    assert.equal(new Generator({ workerId: 3 }).coordinator, null);
-    assert.equal(a.leaseRemainingMs, null, "a file:// lease never expires");
-    assert.equal(new Generator({ workerId: 3 }).leaseRemainingMs, null);
+test('open: leases distinct worker ids, ids carry them, close releases them for reuse', (t) => {
+  const dir = tempDir(t);
+  const uri = `file://${dir}?app=orders`;
+  const a = Generator.open(uri);
+  const b = Generator.open(uri);
+  assert.ok(a instanceof Generator);
+  assert.notEqual(a.workerId, b.workerId);
+  assert.ok(a.isActive && b.isActive);
+  assert.equal(a.coordinator, `file://${dir}?app=orders`);
+  assert.equal(new Generator({ workerId: 3 }).coordinator, null);
+  assert.equal(a.leaseRemainingMs, null, "a file:// lease never expires");
+  assert.equal(new Generator({ workerId: 3 }).leaseRemainingMs, null);
 
-    const fromA = a.nextIds(1000);
-    const one = a.nextId();
-    assert.equal(typeof one, 'bigint');
-    assert.ok(one > fromA[999], 'strictly increasing');
-    for (const id of [fromA[0], one]) assert.equal(decode(id).workerId, a.workerId);
-    assert.equal(decode(b.nextId()).workerId, b.workerId);
-    assert.equal(typeof a.nextIdString(), 'string');
-    assert.deepEqual(a.options, { onRollback: 'clock-sequence', maxWaitMs: 5, maxDriftMs: 1000 });
-    const state = a.state();
-    assert.equal(state.workerId, a.workerId);
-    assert.equal(typeof state.layoutFingerprint, 'string');
+  const fromA = a.nextIds(1000);
+  const one = a.nextId();
+  assert.equal(typeof one, 'bigint');
+  assert.ok(one > fromA[999], 'strictly increasing');
+  for (const id of [fromA[0], one]) assert.equal(decode(id).workerId, a.workerId);
+  assert.equal(decode(b.nextId()).workerId, b.workerId);
+  assert.equal(typeof a.nextIdString(), 'string');
+  assert.deepEqual(a.options, { onRollback: 'clock-sequence', maxWaitMs: 5, maxDriftMs: 1000 });
+  const state = a.state();
+  assert.equal(state.workerId, a.workerId);
+  assert.equal(typeof state.layoutFingerprint, 'string');
 
-    const released = a.workerId;
-    const last = a.nextId();
-    a.close();
-    assert.equal(a.isActive, false);
-    a.close(); // idempotent
-    const c = Generator.open(uri);
-    assert.equal(c.workerId, released, 'the lowest free worker id is reused');
-    const next = c.nextId();
-    assert.equal(decode(next).workerId, released);
-    assert.ok(next > last, 'the next holder continues above every id the previous one issued');
+  const released = a.workerId;
+  const last = a.nextId();
+  a.close();
+  assert.equal(a.isActive, false);
+  a.close(); // idempotent
+  const c = Generator.open(uri);
+  assert.equal(c.workerId, released, 'the lowest free worker id is reused');
+  const next = c.nextId();
+  assert.equal(decode(next).workerId, released);
+  assert.ok(next > last, 'the next holder continues above every id the previous one issued');
 
-    // Another app namespace has its own pool.
-    const other = Generator.open(`file://${dir}?app=billing`);
-    assert.equal(other.workerId, 0);
-    for (const g of [b, c, other]) g.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  // Another app namespace has its own pool.
+  const other = Generator.open(`file://${dir}?app=billing`);
+  assert.equal(other.workerId, 0);
+  for (const g of [b, c, other]) g.close();
 });
 
-test('open: a custom layout of 4 worker ids: the 5th holder gets WORKER_POOL_EXHAUSTED', () => {
-  const dir = tempDir();
-  try {
-    const uri = `file://${dir}?app=small`;
-    const held = [0, 1, 2, 3].map(() => Generator.open(uri, { layout: SMALL }));
-    assert.deepEqual(held.map((g) => g.workerId).sort(), [0, 1, 2, 3]);
-    assert.equal(held[0].layout.maxWorkerId, 3);
-    const error = throwsCoded(() => Generator.open(uri, { layout: SMALL }), 'WORKER_POOL_EXHAUSTED');
-    assert.match(error.message, /4 worker ids/);
-    held[2].close();
-    const again = Generator.open(uri, { layout: SMALL });
-    assert.equal(again.workerId, held[2].workerId);
-    again.close();
-    for (const g of held) g.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+test('open: a custom layout of 4 worker ids: the 5th holder gets WORKER_POOL_EXHAUSTED', (t) => {
+  const dir = tempDir(t);
+  const uri = `file://${dir}?app=small`;
+  const held = [0, 1, 2, 3].map(() => Generator.open(uri, { layout: SMALL }));
+  assert.deepEqual(held.map((g) => g.workerId).sort(), [0, 1, 2, 3]);
+  assert.equal(held[0].layout.maxWorkerId, 3);
+  const error = throwsCoded(() => Generator.open(uri, { layout: SMALL }), 'WORKER_POOL_EXHAUSTED');
+  assert.match(error.message, /4 worker ids/);
+  held[2].close();
+  const again = Generator.open(uri, { layout: SMALL });
+  assert.equal(again.workerId, held[2].workerId);
+  again.close();
+  for (const g of held) g.close();
 });
 
-test('close: every later call throws GENERATOR_CLOSED; Symbol.dispose closes', () => {
-  const dir = tempDir();
-  try {
-    const gen = Generator.open(`file://${dir}`);
-    gen.nextId();
-    gen.close();
-    throwsCoded(() => gen.nextId(), 'GENERATOR_CLOSED');
-    throwsCoded(() => gen.nextIds(10), 'GENERATOR_CLOSED');
-    throwsCoded(() => gen.nextIdAt(Date.now()), 'GENERATOR_CLOSED');
-    throwsCoded(() => gen.nextIdString(), 'GENERATOR_CLOSED');
+test('close: every later call throws GENERATOR_CLOSED; Symbol.dispose closes', (t) => {
+  const dir = tempDir(t);
+  const gen = Generator.open(`file://${dir}`);
+  gen.nextId();
+  gen.close();
+  throwsCoded(() => gen.nextId(), 'GENERATOR_CLOSED');
+  throwsCoded(() => gen.nextIds(10), 'GENERATOR_CLOSED');
+  throwsCoded(() => gen.nextIdAt(Date.now()), 'GENERATOR_CLOSED');
+  throwsCoded(() => gen.nextIdString(), 'GENERATOR_CLOSED');
 
-    assert.equal(typeof Symbol.dispose, 'symbol');
-    const disposed = Generator.open(`file://${dir}`);
-    assert.equal(typeof disposed[Symbol.dispose], 'function');
-    disposed[Symbol.dispose]();
-    assert.equal(disposed.isActive, false);
-    throwsCoded(() => disposed.nextId(), 'GENERATOR_CLOSED');
+  assert.equal(typeof Symbol.dispose, 'symbol');
+  const disposed = Generator.open(`file://${dir}`);
+  assert.equal(typeof disposed[Symbol.dispose], 'function');
+  disposed[Symbol.dispose]();
+  assert.equal(disposed.isActive, false);
+  throwsCoded(() => disposed.nextId(), 'GENERATOR_CLOSED');
 
-    // A fixed-worker-id generator closes the same way (no lease to release).
-    const fixed = new Generator({ workerId: 5 });
-    fixed.nextIds(100);
-    assert.equal(fixed.isActive, true);
-    fixed[Symbol.dispose]();
-    assert.equal(fixed.isActive, false);
-    throwsCoded(() => fixed.nextId(), 'GENERATOR_CLOSED');
-    throwsCoded(() => fixed.nextIdAt(Date.now() + 10), 'GENERATOR_CLOSED');
-    throwsCoded(() => fixed.nextIds(3), 'GENERATOR_CLOSED');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  // A fixed-worker-id generator closes the same way (no lease to release).
+  const fixed = new Generator({ workerId: 5 });
+  fixed.nextIds(100);
+  assert.equal(fixed.isActive, true);
+  fixed[Symbol.dispose]();
+  assert.equal(fixed.isActive, false);
+  throwsCoded(() => fixed.nextId(), 'GENERATOR_CLOSED');
+  throwsCoded(() => fixed.nextIdAt(Date.now() + 10), 'GENERATOR_CLOSED');
+  throwsCoded(() => fixed.nextIds(3), 'GENERATOR_CLOSED');
 });
 
-test('open: the state is stored on close and resumed by the next holder (no id repeats)', () => {
-  const dir = tempDir();
-  try {
-    const uri = `file://${dir}?app=resume`;
-    const first = Generator.open(uri);
-    const future = Date.now() + 500;
-    // An explicit time ahead of the clock: the next holder must not reissue it.
-    const ahead = first.nextIdAt(future);
-    first.close();
-    const second = Generator.open(uri, { maxHandoverWaitMs: 2000 });
-    assert.equal(second.workerId, first.workerId);
-    const after = second.nextId();
-    assert.notEqual(after, ahead);
-    const parts = decode(after);
-    // Either a later time, or the same time range under another clock sequence.
-    assert.ok(parts.timestampMs > future || parts.clockSeq !== decode(ahead).clockSeq, JSON.stringify(parts));
-    second.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+test('open: the state is stored on close and resumed by the next holder (no id repeats)', (t) => {
+  const dir = tempDir(t);
+  const uri = `file://${dir}?app=resume`;
+  const first = Generator.open(uri);
+  const future = Date.now() + 500;
+  // An explicit time ahead of the clock: the next holder must not reissue it.
+  const ahead = first.nextIdAt(future);
+  first.close();
+  const second = Generator.open(uri, { maxHandoverWaitMs: 2000 });
+  assert.equal(second.workerId, first.workerId);
+  const after = second.nextId();
+  assert.notEqual(after, ahead);
+  const parts = decode(after);
+  // Either a later time, or the same time range under another clock sequence.
+  assert.ok(parts.timestampMs > future || parts.clockSeq !== decode(ahead).clockSeq, JSON.stringify(parts));
+  second.close();
 });
 
-test('open: a corrupt state file is refused with INVALID_STATE, never reset', () => {
-  const dir = tempDir();
-  try {
-    const uri = `file://${dir}?app=corrupt`;
-    Generator.open(uri).close();
-    const stateFiles = readdirSync(join(dir, 'corrupt')).filter((f) => !f.endsWith('.lock'));
-    assert.ok(stateFiles.length >= 1, `state file written: ${readdirSync(join(dir, 'corrupt'))}`);
-    for (const file of stateFiles) writeFileSync(join(dir, 'corrupt', file), '{"not": "a state"');
-    throwsCoded(() => Generator.open(uri), 'INVALID_STATE');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+test('open: a corrupt state file is refused with INVALID_STATE, never reset', (t) => {
+  const dir = tempDir(t);
+  const uri = `file://${dir}?app=corrupt`;
+  Generator.open(uri).close();
+  const stateFiles = readdirSync(join(dir, 'corrupt')).filter((f) => !f.endsWith('.lock'));
+  assert.ok(stateFiles.length >= 1, `state file written: ${readdirSync(join(dir, 'corrupt'))}`);
+  for (const file of stateFiles) writeFileSync(join(dir, 'corrupt', file), '{"not": "a state"');
+  throwsCoded(() => Generator.open(uri), 'INVALID_STATE');
 });
 
-test('open: bad uris and options are refused with codes', () => {
-  const dir = tempDir();
-  try {
-    throwsCoded(() => Generator.open(), 'INVALID_ARG_TYPE', TypeError);
-    throwsCoded(() => Generator.open(42), 'INVALID_ARG_TYPE', TypeError);
-    throwsCoded(() => Generator.open(new URL(`file://${dir}`)), 'INVALID_ARG_TYPE', TypeError);
-    throwsCoded(() => Generator.open('bogus://x'), 'INVALID_URI');
-    throwsCoded(() => Generator.open(''), 'INVALID_URI');
-    throwsCoded(() => Generator.open(`file://${dir}?app=../etc`), 'INVALID_URI');
-    throwsCoded(() => Generator.open(`file://${dir}?reserve=1ms`), 'INVALID_URI');
-    throwsCoded(() => Generator.open(`file://${dir}?colour=blue`), 'INVALID_URI');
-    const fixed = throwsCoded(() => Generator.open(`file://${dir}`, { workerId: 1 }), 'UNKNOWN_OPTION', TypeError);
-    assert.match(fixed.message, /leases its worker id/);
-    const clock = throwsCoded(() => Generator.open(`file://${dir}`, { clock: Date.now }), 'UNKNOWN_OPTION', TypeError);
-    assert.match(clock.message, /system clock/);
-    throwsCoded(() => Generator.open(`file://${dir}`, { workerid: 1 }), 'UNKNOWN_OPTION', TypeError);
-    throwsCoded(() => Generator.open(`file://${dir}`, null), 'INVALID_ARG_TYPE', TypeError);
-    throwsCoded(() => Generator.open(`file://${dir}`, { layout: 'nope' }), 'UNKNOWN_LAYOUT');
-    throwsCoded(() => Generator.open(`file://${dir}`, { onRollback: 'sometimes' }), 'UNKNOWN_POLICY');
-    throwsCoded(() => Generator.open(`file://${dir}`, { maxHandoverWaitMs: -1 }), 'INVALID_ARG_VALUE', RangeError);
-    throwsCoded(() => Generator.open(`file://${dir}`, { maxHandoverWaitMs: '1' }), 'INVALID_ARG_TYPE', TypeError);
-    // A directory that cannot be created.
-    throwsCoded(() => Generator.open('file:///proc/clockflake-cannot-exist'), 'COORDINATOR_UNAVAILABLE');
-    // Nothing was leased by the refusals: the pool starts at 0.
-    const gen = Generator.open(`file://${dir}`);
-    assert.equal(gen.workerId, 0);
-    throwsCoded(() => gen.nextIdAt(-1), 'INVALID_ARG_VALUE', RangeError);
-    throwsCoded(() => gen.nextIds(-1), 'INVALID_ARG_VALUE', RangeError);
-    gen.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+test('open: bad uris and options are refused with codes', (t) => {
+  const dir = tempDir(t);
+  throwsCoded(() => Generator.open(), 'INVALID_ARG_TYPE', TypeError);
+  throwsCoded(() => Generator.open(42), 'INVALID_ARG_TYPE', TypeError);
+  throwsCoded(() => Generator.open(new URL(`file://${dir}`)), 'INVALID_ARG_TYPE', TypeError);
+  throwsCoded(() => Generator.open('bogus://x'), 'INVALID_URI');
+  throwsCoded(() => Generator.open(''), 'INVALID_URI');
+  throwsCoded(() => Generator.open(`file://${dir}?app=../etc`), 'INVALID_URI');
+  throwsCoded(() => Generator.open(`file://${dir}?reserve=1ms`), 'INVALID_URI');
+  throwsCoded(() => Generator.open(`file://${dir}?colour=blue`), 'INVALID_URI');
+  const fixed = throwsCoded(() => Generator.open(`file://${dir}`, { workerId: 1 }), 'UNKNOWN_OPTION', TypeError);
+  assert.match(fixed.message, /leases its worker id/);
+  const clock = throwsCoded(() => Generator.open(`file://${dir}`, { clock: Date.now }), 'UNKNOWN_OPTION', TypeError);
+  assert.match(clock.message, /system clock/);
+  throwsCoded(() => Generator.open(`file://${dir}`, { workerid: 1 }), 'UNKNOWN_OPTION', TypeError);
+  throwsCoded(() => Generator.open(`file://${dir}`, null), 'INVALID_ARG_TYPE', TypeError);
+  throwsCoded(() => Generator.open(`file://${dir}`, { layout: 'nope' }), 'UNKNOWN_LAYOUT');
+  throwsCoded(() => Generator.open(`file://${dir}`, { onRollback: 'sometimes' }), 'UNKNOWN_POLICY');
+  throwsCoded(() => Generator.open(`file://${dir}`, { maxHandoverWaitMs: -1 }), 'INVALID_ARG_VALUE', RangeError);
+  throwsCoded(() => Generator.open(`file://${dir}`, { maxHandoverWaitMs: '1' }), 'INVALID_ARG_TYPE', TypeError);
+  // A directory that cannot be created.
+  throwsCoded(() => Generator.open('file:///proc/clockflake-cannot-exist'), 'COORDINATOR_UNAVAILABLE');
+  // Nothing was leased by the refusals: the pool starts at 0.
+  const gen = Generator.open(`file://${dir}`);
+  assert.equal(gen.workerId, 0);
+  throwsCoded(() => gen.nextIdAt(-1), 'INVALID_ARG_VALUE', RangeError);
+  throwsCoded(() => gen.nextIds(-1), 'INVALID_ARG_VALUE', RangeError);
+  gen.close();
 });
 
 test('open: a postgres:// coordinator that is not there: COORDINATOR_UNAVAILABLE, password not shown', () => {
@@ -223,64 +202,56 @@ test('open: a postgres:// coordinator that is not there: COORDINATOR_UNAVAILABLE
   assert.doesNotMatch(error.message, /secret/);
 });
 
-test('a leased generator left open is released when its thread ends, or when it is garbage-collected', async () => {
-  const dir = tempDir();
-  try {
-    const uri = `file://${dir}?app=left-open`;
-    const indexUrl = new URL('../lib/index.mjs', import.meta.url).href;
-    const code = `
-      const { parentPort, workerData } = require('node:worker_threads');
-      import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
-        const gen = Generator.open(workerData);
-        gen.nextId();
-        parentPort.postMessage(gen.workerId); // and exit without close()
-      });
-    `;
-    const inThread = await new Promise((resolve, reject) => {
-      let got;
-      const worker = new Worker(code, { eval: true, workerData: uri });
-      worker.on('message', (m) => (got = m));
-      worker.on('error', reject);
-      worker.on('exit', () => resolve(got));
+test('a leased generator left open is released when its thread ends, or when it is garbage-collected', async (t) => {
+  const dir = tempDir(t);
+  const uri = `file://${dir}?app=left-open`;
+  const indexUrl = new URL('../lib/index.mjs', import.meta.url).href;
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
+      const gen = Generator.open(workerData);
+      gen.nextId();
+      parentPort.postMessage(gen.workerId); // and exit without close()
     });
-    assert.equal(inThread, 0);
-    const after = Generator.open(uri);
-    assert.equal(after.workerId, 0, 'worker id 0 is free again once the thread ended');
-    after.close();
+  `;
+  const inThread = await new Promise((resolve, reject) => {
+    let got;
+    const worker = new Worker(code, { eval: true, workerData: uri });
+    worker.on('message', (m) => (got = m));
+    worker.on('error', reject);
+    worker.on('exit', () => resolve(got));
+  });
+  assert.equal(inThread, 0);
+  const after = Generator.open(uri);
+  assert.equal(after.workerId, 0, 'worker id 0 is free again once the thread ended');
+  after.close();
 
-    const indexPath = fileURLToPath(new URL('../lib/index.cjs', import.meta.url));
-    const script = `
-      const { Generator } = require(${JSON.stringify(indexPath)});
-      (() => { Generator.open(process.argv[1]).nextId(); })();
-      global.gc();
-      setTimeout(() => { global.gc(); console.log(Generator.open(process.argv[1]).workerId); }, 20);
-    `;
-    const out = execFileSync(process.execPath, ['--expose-gc', '-e', script, uri], { encoding: 'utf8' });
-    assert.equal(out.trim(), '0', 'worker id 0 is free again once the generator was collected');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const indexPath = fileURLToPath(new URL('../lib/index.cjs', import.meta.url));
+  const script = `
+    const { Generator } = require(${JSON.stringify(indexPath)});
+    (() => { Generator.open(process.argv[1]).nextId(); })();
+    global.gc();
+    setTimeout(() => { global.gc(); console.log(Generator.open(process.argv[1]).workerId); }, 20);
+  `;
+  const out = execFileSync(process.execPath, ['--expose-gc', '-e', script, uri], { encoding: 'utf8' });
+  assert.equal(out.trim(), '0', 'worker id 0 is free again once the generator was collected');
 });
 
-test('leased nextIdAt: a full tick refuses with SEQUENCE_EXHAUSTED and the retry time; the clock going back moves to another clock sequence', () => {
-  const dir = tempDir();
-  try {
-    const gen = Generator.open(`file://${dir}?app=explicit`);
-    const t = Date.now() + 5;
-    const ids = Array.from({ length: 4096 }, () => gen.nextIdAt(t));
-    assert.equal(new Set(ids).size, 4096);
-    const full = throwsCoded(() => gen.nextIdAt(t), 'SEQUENCE_EXHAUSTED');
-    assert.equal(full.retryAtMs, t + 1);
-    const next = gen.nextIdAt(t + 1);
-    assert.ok(next > ids[4095]);
-    // Back by 3 ms: another clock sequence (persisted before the id is returned), never a repeat.
-    const back = patiently(() => gen.nextIdAt(t - 3));
-    assert.notEqual(decode(back).clockSeq, decode(next).clockSeq);
-    assert.ok(!ids.includes(back));
-    gen.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+test('leased nextIdAt: a full tick refuses with SEQUENCE_EXHAUSTED and the retry time; the clock going back moves to another clock sequence', (t) => {
+  const dir = tempDir(t);
+  const gen = Generator.open(`file://${dir}?app=explicit`);
+  const at = Date.now() + 5;
+  const ids = Array.from({ length: 4096 }, () => gen.nextIdAt(at));
+  assert.equal(new Set(ids).size, 4096);
+  const full = throwsCoded(() => gen.nextIdAt(at), 'SEQUENCE_EXHAUSTED');
+  assert.equal(full.retryAtMs, at + 1);
+  const next = gen.nextIdAt(at + 1);
+  assert.ok(next > ids[4095]);
+  // Back by 3 ms: another clock sequence (persisted before the id is returned), never a repeat.
+  const back = patiently(() => gen.nextIdAt(at - 3));
+  assert.notEqual(decode(back).clockSeq, decode(next).clockSeq);
+  assert.ok(!ids.includes(back));
+  gen.close();
 });
 
 /** Waits until `Date.now()` has just moved to a new millisecond. */
@@ -292,135 +263,123 @@ function msStart() {
   return now;
 }
 
-test('close: no id of a partly served block goes out after close()', () => {
-  const dir = tempDir();
+test('close: no id of a partly served block goes out after close()', (t) => {
+  const dir = tempDir(t);
   const realNow = Date.now;
-  try {
-    let servedFromBlock = 0;
-    for (let round = 0; round < 30; round++) {
-      const gen = Generator.open(`file://${dir}?app=close-block-${round}`);
-      gen.nextId(); // the first call of a lease (handover checks) may take longer
-      msStart();
-      // Hold Date.now() still: the block's tick keeps reading however long close() takes
-      // (it writes and syncs the state file), so a block still being served is the case tested.
-      const frozen = realNow();
-      Date.now = () => frozen;
-      gen.nextId(); // a new tick: one id (a leased generator's first take of a tick)
-      const second = gen.nextId(); // the same tick: a block of 16, one served
-      const third = gen.nextId(); // served from the block
-      if (decode(third).sequence === decode(second).sequence + 1) servedFromBlock++;
-      gen.close();
-      throwsCoded(() => gen.nextId(), 'GENERATOR_CLOSED');
-      throwsCoded(() => gen.nextIds(2), 'GENERATOR_CLOSED');
-      Date.now = realNow;
-    }
-    // The test proves something only when a block was being served at close().
-    assert.ok(servedFromBlock >= 5, `a block served at close() in only ${servedFromBlock} of 30 rounds`);
-  } finally {
+  t.after(() => {
     Date.now = realNow;
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('leased: ids from blocks, nextIds and nextIdAt (the clock back too) never repeat', () => {
-  const dir = tempDir();
-  try {
-    const gen = Generator.open(`file://${dir}?app=mixed`);
-    const seen = new Set();
-    const keep = (id) => {
-      assert.ok(!seen.has(id), `duplicate ${id}`);
-      seen.add(id);
-    };
-    let previous = 0n;
-    let explicit = 0;
-    for (let round = 0; round < 2000; round++) {
-      // A run of nextId(): after the first, served from the block, strictly increasing.
-      for (let i = 0; i < 40; i++) {
-        const id = gen.nextId();
-        if (decode(id).clockSeq === decode(previous || id).clockSeq) assert.ok(id > previous);
-        previous = id;
-        keep(id);
-      }
-      // At the tick of the last id (the lease's time, which may read 1 ms ahead of Date.now()):
-      // from the block while it lasts, else from the core, or the tick is full.
-      const tick = decode(previous).timestampMs;
-      try {
-        keep(gen.nextIdAt(tick));
-        explicit++;
-      } catch (error) {
-        assert.equal(error.code, 'SEQUENCE_EXHAUSTED', error.message);
-      }
-      // Back 2 s, five times: another clock sequence each time (8 in all, each reserved 1 s ahead).
-      if (round % 400 === 0) keep(patiently(() => gen.nextIdAt(tick - 2000)));
-      for (const id of gen.nextIds(1 + (round % 300))) keep(id);
-      previous = 0n;
-    }
-    assert.ok(seen.size > 2000 * 40);
-    assert.ok(explicit > 1000, `nextIdAt at the block's tick: ${explicit} of 2000`);
+  });
+  let servedFromBlock = 0;
+  for (let round = 0; round < 30; round++) {
+    const gen = Generator.open(`file://${dir}?app=close-block-${round}`);
+    gen.nextId(); // the first call of a lease (handover checks) may take longer
+    msStart();
+    // Hold Date.now() still: the block's tick keeps reading however long close() takes
+    // (it writes and syncs the state file), so a block still being served is the case tested.
+    const frozen = realNow();
+    Date.now = () => frozen;
+    gen.nextId(); // a new tick: one id (a leased generator's first take of a tick)
+    const second = gen.nextId(); // the same tick: a block of 16, one served
+    const third = gen.nextId(); // served from the block
+    if (decode(third).sequence === decode(second).sequence + 1) servedFromBlock++;
     gen.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+    throwsCoded(() => gen.nextId(), 'GENERATOR_CLOSED');
+    throwsCoded(() => gen.nextIds(2), 'GENERATOR_CLOSED');
+    Date.now = realNow;
   }
+  // The test proves something only when a block was being served at close().
+  assert.ok(servedFromBlock >= 5, `a block served at close() in only ${servedFromBlock} of 30 rounds`);
 });
 
-test('leased: an idle block is dropped, so a clock stepping back to its tick later serves nothing from it', async () => {
-  const dir = tempDir();
-  const realNow = Date.now;
-  try {
-    const gen = Generator.open(`file://${dir}?app=idle-block`);
-    gen.nextId();
-    let stale = 0;
-    let tried = 0;
-    for (let round = 0; round < 9; round++) {
-      const start = msStart();
-      gen.nextId(); // a new tick: one id
-      const first = gen.nextId(); // the same tick: a block of 16, one served
-      const at = Date.now();
-      if (at !== start) continue; // the tick moved on already
-      tried++;
-      await new Promise((resolve) => setTimeout(resolve, 30)); // idle
-      // The system clock steps back to the block's tick (Date.now() only: the lease's own clock
-      // runs on CLOCK_BOOTTIME and goes on). The block's window on Date.now() is the ms of the
-      // grant, give or take one for the two clocks' rounding: try each, one per block.
-      const back = at + [0, -1, 1][round % 3];
-      Date.now = () => back;
+test('leased: ids from blocks, nextIds and nextIdAt (the clock back too) never repeat', (t) => {
+  const dir = tempDir(t);
+  const gen = Generator.open(`file://${dir}?app=mixed`);
+  const seen = new Set();
+  const keep = (id) => {
+    assert.ok(!seen.has(id), `duplicate ${id}`);
+    seen.add(id);
+  };
+  let previous = 0n;
+  let explicit = 0;
+  for (let round = 0; round < 2000; round++) {
+    // A run of nextId(): after the first, served from the block, strictly increasing.
+    for (let i = 0; i < 40; i++) {
       const id = gen.nextId();
-      Date.now = realNow;
-      if (decode(id).timestampMs < decode(first).timestampMs + 20) stale++;
+      if (decode(id).clockSeq === decode(previous || id).clockSeq) assert.ok(id > previous);
+      previous = id;
+      keep(id);
     }
-    assert.ok(tried >= 3, `only ${tried} rounds inside one ms`);
-    assert.equal(stale, 0, 'ids served from a block after its generator sat idle past the tick');
-    gen.close();
-  } finally {
-    Date.now = realNow;
-    rmSync(dir, { recursive: true, force: true });
+    // At the tick of the last id (the lease's time, which may read 1 ms ahead of Date.now()):
+    // from the block while it lasts, else from the core, or the tick is full.
+    const tick = decode(previous).timestampMs;
+    try {
+      keep(gen.nextIdAt(tick));
+      explicit++;
+    } catch (error) {
+      assert.equal(error.code, 'SEQUENCE_EXHAUSTED', error.message);
+    }
+    // Back 2 s, five times: another clock sequence each time (8 in all, each reserved 1 s ahead).
+    if (round % 400 === 0) keep(patiently(() => gen.nextIdAt(tick - 2000)));
+    for (const id of gen.nextIds(1 + (round % 300))) keep(id);
+    previous = 0n;
   }
+  assert.ok(seen.size > 2000 * 40);
+  assert.ok(explicit > 1000, `nextIdAt at the block's tick: ${explicit} of 2000`);
+  gen.close();
 });
 
-test('stats(): a leased generator counts renewals and clock-sequence switches; a fixed one reports zeros', () => {
-  const dir = tempDir();
-  try {
-    const gen = Generator.open(`file://${dir}?app=stats`);
-    const now = Date.now();
-    gen.nextIdAt(now);
-    patiently(() => gen.nextIdAt(now - 5000)); // back 5 s: a new clock sequence, persisted first
-    const stats = gen.stats();
-    assert.equal(stats.leased, true);
-    assert.equal(stats.state, 'active');
-    assert.equal(stats.workerId, gen.workerId);
-    assert.ok(stats.renewals >= 2, JSON.stringify(stats));
-    assert.equal(stats.clockSeqSwitches, 1);
-    assert.equal(stats.deadlineInMs, null);
-    assert.ok(stats.reservedUntilMs > now);
-    gen.close();
-    assert.equal(gen.stats().state, 'closed');
-    const fixed = new Generator({ workerId: 3 });
-    assert.deepEqual(fixed.stats(), {
-      workerId: 3, state: 'active', leased: false, renewals: 0, renewalFailures: 0,
-      clockStepsBack: 0, clockSeqSwitches: 0, waits: 0, waitUs: 0, deadlineInMs: null, reservedUntilMs: 0,
-      measuredSkewMs: null,
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+test('leased: an idle block is dropped, so a clock stepping back to its tick later serves nothing from it', async (t) => {
+  const dir = tempDir(t);
+  const realNow = Date.now;
+  t.after(() => {
+    Date.now = realNow;
+  });
+  const gen = Generator.open(`file://${dir}?app=idle-block`);
+  gen.nextId();
+  let stale = 0;
+  let tried = 0;
+  for (let round = 0; round < 9; round++) {
+    const start = msStart();
+    gen.nextId(); // a new tick: one id
+    const first = gen.nextId(); // the same tick: a block of 16, one served
+    const at = Date.now();
+    if (at !== start) continue; // the tick moved on already
+    tried++;
+    await new Promise((resolve) => setTimeout(resolve, 30)); // idle
+    // The system clock steps back to the block's tick (Date.now() only: the lease's own clock
+    // runs on CLOCK_BOOTTIME and goes on). The block's window on Date.now() is the ms of the
+    // grant, give or take one for the two clocks' rounding: try each, one per block.
+    const back = at + [0, -1, 1][round % 3];
+    Date.now = () => back;
+    const id = gen.nextId();
+    Date.now = realNow;
+    if (decode(id).timestampMs < decode(first).timestampMs + 20) stale++;
   }
+  assert.ok(tried >= 3, `only ${tried} rounds inside one ms`);
+  assert.equal(stale, 0, 'ids served from a block after its generator sat idle past the tick');
+  gen.close();
+});
+
+test('stats(): a leased generator counts renewals and clock-sequence switches; a fixed one reports zeros', (t) => {
+  const dir = tempDir(t);
+  const gen = Generator.open(`file://${dir}?app=stats`);
+  const now = Date.now();
+  gen.nextIdAt(now);
+  patiently(() => gen.nextIdAt(now - 5000)); // back 5 s: a new clock sequence, persisted first
+  const stats = gen.stats();
+  assert.equal(stats.leased, true);
+  assert.equal(stats.state, 'active');
+  assert.equal(stats.workerId, gen.workerId);
+  assert.ok(stats.renewals >= 2, JSON.stringify(stats));
+  assert.equal(stats.clockSeqSwitches, 1);
+  assert.equal(stats.deadlineInMs, null);
+  assert.ok(stats.reservedUntilMs > now);
+  gen.close();
+  assert.equal(gen.stats().state, 'closed');
+  const fixed = new Generator({ workerId: 3 });
+  assert.deepEqual(fixed.stats(), {
+    workerId: 3, state: 'active', leased: false, renewals: 0, renewalFailures: 0,
+    clockStepsBack: 0, clockSeqSwitches: 0, waits: 0, waitUs: 0, deadlineInMs: null, reservedUntilMs: 0,
+    measuredSkewMs: null,
+  });
 });

@@ -13,6 +13,7 @@
 use std::cell::{Cell, RefCell};
 use std::string::String;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::thread::LocalKey;
 use std::vec::Vec;
 
 use clockflake::{
@@ -47,8 +48,8 @@ const PRESET_COUNT: usize = Layout::PRESETS.len();
 thread_local! {
     static LAST_ERROR: Cell<Option<Error>> = const { Cell::new(None) };
     static CUSTOM_LAYOUTS: RefCell<Vec<Layout>> = const { RefCell::new(Vec::new()) };
-    static GENERATORS: RefCell<Vec<Option<Generator>>> = const { RefCell::new(Vec::new()) };
-    static CODECS: RefCell<Vec<Option<PublicIds>>> = const { RefCell::new(Vec::new()) };
+    static GENERATORS: Slots<Generator> = const { RefCell::new(Vec::new()) };
+    static CODECS: Slots<PublicIds> = const { RefCell::new(Vec::new()) };
 }
 
 fn put64(slot: usize, value: u64) {
@@ -125,6 +126,27 @@ pub fn error_take() -> String {
     }
     putf(4, error.retry_at_ms().map_or(-1.0, |ms| ms as f64));
     String::from(error.code())
+}
+
+/// For the JS blocking wrapper, after a refusal at `now_ms`: the time to wait for and try again
+/// at (core's `Generator::blocking_retry_at`: a full tick only if the next starts within
+/// `Generator::MAX_TICK_WAIT_MS`, a clock step back only within `max_wait_ms`), the refusal then
+/// dropped; or -1 for a final refusal, kept for [`error_take`].
+#[wasm_bindgen]
+pub fn error_retry_at(now_ms: f64) -> f64 {
+    LAST_ERROR.with(|last| {
+        let error = last.take();
+        match error
+            .as_ref()
+            .and_then(|error| Generator::blocking_retry_at(error, now_ms as u64))
+        {
+            Some(at_ms) => at_ms as f64,
+            None => {
+                last.set(error);
+                -1.0
+            }
+        }
+    })
 }
 
 /// Records `CLOCK_NOT_ADVANCING` (the JS blocking wrapper gave up waiting) for [`error_take`].
@@ -343,17 +365,63 @@ pub fn id_range(layout: u32, from_ms: f64, to_ms: f64) -> i64 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Generators. A handle indexes a slot; freed slots are reused.
+// Handle tables (generators, codecs). A handle indexes a slot; freed slots are reused.
+
+/// Values JS holds by handle.
+type Slots<T> = RefCell<Vec<Option<T>>>;
+
+/// Runs `run` on the value of slot `handle`; `missing` for a freed or unknown handle (or a table
+/// in use, which a single-threaded instance never sees).
+fn slot_use<T, R>(
+    slots: &'static LocalKey<Slots<T>>,
+    handle: u32,
+    missing: Error,
+    run: impl FnOnce(&T) -> Result<R, Error>,
+) -> Result<R, Error> {
+    slots.with(|all| match all.try_borrow() {
+        Ok(all) => match all.get(handle as usize) {
+            Some(Some(value)) => run(value),
+            _ => Err(missing),
+        },
+        Err(_) => Err(missing),
+    })
+}
+
+/// Stores `value` in the first free slot and returns its handle (-1 and `busy` if the table is
+/// in use).
+fn slot_put<T>(slots: &'static LocalKey<Slots<T>>, value: T, busy: Error) -> i32 {
+    slots.with(|all| {
+        let Ok(mut all) = all.try_borrow_mut() else {
+            return fail(busy);
+        };
+        let handle = match all.iter().position(Option::is_none) {
+            Some(free) => free,
+            None => {
+                all.push(None);
+                all.len() - 1
+            }
+        };
+        all[handle] = Some(value);
+        handle as i32
+    })
+}
+
+/// Empties slot `handle` (nothing for an unknown one).
+fn slot_free<T>(slots: &'static LocalKey<Slots<T>>, handle: u32) {
+    slots.with(|all| {
+        if let Ok(mut all) = all.try_borrow_mut() {
+            if let Some(slot) = all.get_mut(handle as usize) {
+                *slot = None;
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generators.
 
 fn with_generator<T: From<i8>>(handle: u32, run: impl FnOnce(&Generator) -> Result<T, Error>) -> T {
-    let outcome = GENERATORS.with(|all| match all.try_borrow() {
-        Ok(all) => match all.get(handle as usize) {
-            Some(Some(generator)) => run(generator),
-            _ => Err(Error::WorkerIdInvalidated),
-        },
-        Err(_) => Err(Error::WorkerIdInvalidated),
-    });
-    outcome.unwrap_or_else(fail)
+    slot_use(&GENERATORS, handle, Error::WorkerIdInvalidated, run).unwrap_or_else(fail)
 }
 
 fn options(policy: &str, max_wait_ms: f64, max_drift_ms: f64) -> Result<Options, Error> {
@@ -378,21 +446,7 @@ fn options(policy: &str, max_wait_ms: f64, max_drift_ms: f64) -> Result<Options,
 }
 
 fn register(generator: Generator) -> i32 {
-    GENERATORS.with(|all| {
-        let Ok(mut all) = all.try_borrow_mut() else {
-            return fail(Error::WorkerIdInvalidated);
-        };
-        match all.iter().position(Option::is_none) {
-            Some(i) => {
-                all[i] = Some(generator);
-                i as i32
-            }
-            None => {
-                all.push(Some(generator));
-                (all.len() - 1) as i32
-            }
-        }
-    })
+    slot_put(&GENERATORS, generator, Error::WorkerIdInvalidated)
 }
 
 /// A new generator's handle, or -1. An empty `policy` takes the layout's default; a negative
@@ -453,13 +507,7 @@ pub fn gen_resume(
 /// Frees a generator's slot.
 #[wasm_bindgen]
 pub fn gen_free(handle: u32) {
-    GENERATORS.with(|all| {
-        if let Ok(mut all) = all.try_borrow_mut() {
-            if let Some(slot) = all.get_mut(handle as usize) {
-                *slot = None;
-            }
-        }
-    });
+    slot_free(&GENERATORS, handle);
 }
 
 /// The next id at `now_ms`, or -1 (never blocks; the wrapper waits where the refusal says).
@@ -569,13 +617,12 @@ const PUB_ENCODE_TEXT: u32 = 2;
 /// Runs `run` on codec `handle`. A freed or unknown handle (the wrapper frees codecs only at
 /// garbage collection, so it never passes one) is refused rather than served by another codec.
 fn try_codec<T>(handle: u32, run: impl FnOnce(&PublicIds) -> Result<T, Error>) -> Result<T, Error> {
-    CODECS.with(|all| match all.try_borrow() {
-        Ok(all) => match all.get(handle as usize) {
-            Some(Some(codec)) => run(codec),
-            _ => Err(Error::UnknownKeyVersion { version: 0 }),
-        },
-        Err(_) => Err(Error::UnknownKeyVersion { version: 0 }),
-    })
+    slot_use(
+        &CODECS,
+        handle,
+        Error::UnknownKeyVersion { version: 0 },
+        run,
+    )
 }
 
 /// A new codec's handle, or -1. `base` < 0: a codec whose current key (scratch bytes 0..16) is
@@ -593,33 +640,13 @@ pub fn pub_new(base: i32, version: u32) -> i32 {
         Ok(codec) => codec,
         Err(error) => return fail(error),
     };
-    CODECS.with(|all| {
-        let Ok(mut all) = all.try_borrow_mut() else {
-            return fail(Error::UnknownKeyVersion { version: 0 });
-        };
-        match all.iter().position(Option::is_none) {
-            Some(i) => {
-                all[i] = Some(codec);
-                i as i32
-            }
-            None => {
-                all.push(Some(codec));
-                (all.len() - 1) as i32
-            }
-        }
-    })
+    slot_put(&CODECS, codec, Error::UnknownKeyVersion { version: 0 })
 }
 
 /// Frees a codec's slot.
 #[wasm_bindgen]
 pub fn pub_free(handle: u32) {
-    CODECS.with(|all| {
-        if let Ok(mut all) = all.try_borrow_mut() {
-            if let Some(slot) = all.get_mut(handle as usize) {
-                *slot = None;
-            }
-        }
-    });
+    slot_free(&CODECS, handle);
 }
 
 /// One codec operation, or -1 (every result is below 2^63): `PUB_ENCODE` / `PUB_DECODE` map

@@ -156,13 +156,17 @@ test('a custom layout decodes like the preset it equals, and a bad one says why'
   await page.fill('#custom-fields', 'timestamp:41,worker:10,sequence:12');
 });
 
-test('generated ids are unique and decode to the chosen worker', async () => {
+/** Empties the ids box and generates `count` clockseq ids for `worker` (`clicks` times). */
+async function generate(worker, count, clicks = 1) {
   await page.selectOption('#layout', 'clockseq');
   await page.fill('#ids', '');
-  await page.fill('#worker', '77');
-  await page.fill('#count', '3000');
-  await page.click('#generate');
-  await page.click('#generate');
+  await page.fill('#worker', worker);
+  await page.fill('#count', count);
+  for (let i = 0; i < clicks; i++) await page.click('#generate');
+}
+
+test('generated ids are unique and decode to the chosen worker', async () => {
+  await generate('77', '3000', 2);
   const ids = (await page.inputValue('#ids')).split('\n');
   assert.equal(ids.length, 6000);
   assert.equal(new Set(ids).size, 6000);
@@ -183,11 +187,7 @@ test('generated ids are unique and decode to the chosen worker', async () => {
 });
 
 test('ages keep moving after the table is drawn', async () => {
-  await page.selectOption('#layout', 'clockseq');
-  await page.fill('#ids', '');
-  await page.fill('#worker', '5');
-  await page.fill('#count', '1');
-  await page.click('#generate');
+  await generate('5', '1');
   assert.match((await readRows())[0].cells.age, /^\d+ ms$/);
   await page.waitForFunction(() => /^\d+ s$/.test(document.querySelector('td[data-col="age"]').textContent), null, { timeout: 5000 });
 });

@@ -7,28 +7,12 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as runtime from '../../../bindings-node/lib/index.mjs';
 import { formatMessage } from '../../js/messages.js';
+import { throwsCoded } from './throws.mjs';
 
 const { ClockflakeError, Generator, decode, describeLayout, encode, idRange, layouts } = runtime;
 
 const T = 1_795_000_000_000; // 2026-11-18T...Z, inside every preset but baidu
 const PRESETS = ['clockseq', 'twitter', 'discord', 'sonyflake', 'baidu', 'js53'];
-
-/** Asserts `run` throws an instance of `Kind` with `.code === code`; returns the error. */
-function throwsCoded(run, Kind, code) {
-  let caught;
-  try {
-    run();
-  } catch (error) {
-    caught = error;
-  }
-  assert.ok(caught !== undefined, `expected a throw with ${code}`);
-  assert.ok(caught instanceof Kind, `expected ${Kind.name}, got ${caught?.constructor?.name}: ${caught}`);
-  assert.ok(caught instanceof Error);
-  assert.equal(caught.code, code, caught.message);
-  assert.equal(typeof caught.message, 'string');
-  assert.ok(caught.message.length > 10);
-  return caught;
-}
 
 test('a number where an id belongs is a TypeError INVALID_ARG_TYPE', () => {
   for (const bad of [5, 2 ** 60, 1.5, NaN, null, undefined, {}, [], true]) {

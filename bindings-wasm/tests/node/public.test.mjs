@@ -5,26 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
 import { ClockflakeError, PublicIds, encode } from '../../../bindings-node/lib/index.mjs';
+import { throwsCoded } from './throws.mjs';
 
 const KEY1 = new TextEncoder().encode('clockflake-key-1');
 const KEY2 = Uint8Array.from({ length: 16 }, (_, i) => i);
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const TWO_63 = 1n << 63n;
-
-/** Asserts `run` throws an instance of `Kind` with `.code === code` (and `message` if given). */
-function throwsCoded(run, Kind, code, message) {
-  let caught;
-  try {
-    run();
-  } catch (error) {
-    caught = error;
-  }
-  assert.ok(caught !== undefined, `expected a throw with ${code}`);
-  assert.ok(caught instanceof Kind, `expected ${Kind.name}, got ${caught?.constructor?.name}: ${caught}`);
-  assert.equal(caught.code, code, caught.message);
-  if (message !== undefined) assert.equal(caught.message, message);
-  return caught;
-}
 
 /** A deterministic stream of ids below 2^63 (xorshift64). */
 function* ids(count, seed = 0x9e3779b97f4a7c15n) {
