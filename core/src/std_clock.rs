@@ -126,36 +126,6 @@ impl Clock for MonotonicClock {
 }
 
 impl Generator {
-    /// The longest a blocking call waits for the next tick when the current one is full
-    /// (1000 ms): a layout with long ticks (a 1-day unit, say) refuses at once with
-    /// `SEQUENCE_EXHAUSTED` and its `retry_at_ms` instead of sleeping until then. Waits for the
-    /// clock after a step back are bounded by the generator's `max_wait_ms` (the core names a
-    /// retry time only within it).
-    pub const MAX_TICK_WAIT_MS: u64 = 1000;
-
-    /// When a blocking call that got `error` at `now_ms` waits and tries again: the error's
-    /// retry time, if it has one and the wait is within the bounds of
-    /// [`Generator::MAX_TICK_WAIT_MS`] (a full tick) or `max_wait_ms` (the clock went back).
-    /// `None`: return the error at once.
-    ///
-    /// ```
-    /// use clockflake::{Error, Generator};
-    /// let full = Error::SequenceExhausted { retry_at_ms: 5_000 };
-    /// assert_eq!(Generator::blocking_retry_at(&full, 4_999), Some(5_000));
-    /// assert_eq!(Generator::blocking_retry_at(&full, 1_000), None); // 4 s away: refuse
-    /// ```
-    pub fn blocking_retry_at(error: &Error, now_ms: u64) -> Option<u64> {
-        let at = error.retry_at_ms()?;
-        match error {
-            Error::SequenceExhausted { .. }
-                if at.saturating_sub(now_ms) > Generator::MAX_TICK_WAIT_MS =>
-            {
-                None
-            }
-            _ => Some(at),
-        }
-    }
-
     /// The next id, on the process's [`MonotonicClock`]. Waits out sequence exhaustion (until
     /// the next tick, never borrowing future time, if it starts within
     /// [`Generator::MAX_TICK_WAIT_MS`]) and the short waits the policy allows (`max_wait_ms`);
