@@ -202,6 +202,20 @@ def test_resume_refuses_another_layout_and_malformed_state() -> None:
 # --- exceptions ------------------------------------------------------------------------------
 
 
+def test_the_exception_classes_are_listed_once() -> None:
+    """The classes of `_errors.py` are the list: `_errors.__all__` (what the package imports)
+    and the exception names in the package's `__all__` name every one and nothing else; the
+    tables by code are derived from the classes."""
+    classes = [_errors.ClockflakeError, *_errors.ClockflakeError.__subclasses__()]
+    names = sorted(cls.__name__ for cls in classes)
+    assert sorted(_errors.__all__) == names
+    assert sorted(name for name in clockflake.__all__ if name.endswith("Error")) == names
+    assert all(getattr(clockflake, cls.__name__) is cls for cls in classes)
+    assert sorted(_errors._RAISE_BY_CODE) == sorted(
+        [*_errors._BY_CODE, "INVALID_ARG_TYPE", "INVALID_ARG_VALUE"]
+    )
+
+
 def test_every_core_code_has_a_class_with_the_right_builtin() -> None:
     samples = {code: is_input for code, is_input, _message in _clockflake._error_codes()}
     assert sorted(samples) == sorted(_clockflake.ERROR_CODES)
