@@ -28,29 +28,27 @@ impl NotU64 {
     }
 }
 
-/// "<repr> (<type name>)" of a value that was refused, for "found ..." in a message.
-fn repr_and_type(value: &Bound<'_, PyAny>) -> String {
-    let type_name = value
+/// The name of a value's type, for "found ..." in a message.
+pub fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
         .get_type()
         .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".to_owned());
-    let repr = value
-        .repr()
-        .map(|r| r.to_string())
-        .unwrap_or_else(|_| "?".to_owned());
-    let mut repr: String = repr.chars().take(60).collect();
-    if repr.len() >= 60 {
-        repr.push('…');
-    }
-    format!("{repr} ({type_name})")
+        .map_or_else(|_| "?".to_owned(), |name| name.to_string())
 }
 
 fn repr_of(value: &Bound<'_, PyAny>) -> String {
     value
         .repr()
-        .map(|r| r.to_string())
-        .unwrap_or_else(|_| "?".to_owned())
+        .map_or_else(|_| "?".to_owned(), |repr| repr.to_string())
+}
+
+/// "<repr> (<type name>)" of a value that was refused, for "found ..." in a message.
+fn repr_and_type(value: &Bound<'_, PyAny>) -> String {
+    let mut repr: String = repr_of(value).chars().take(60).collect();
+    if repr.len() >= 60 {
+        repr.push('…');
+    }
+    format!("{repr} ({})", type_name(value))
 }
 
 /// An `int` (not a `bool`) in `0..2^64`.
@@ -250,12 +248,6 @@ fn custom_layout(spec: &Bound<'_, PyDict>) -> Result<Layout, Refusal> {
             repr_and_type(&fields_value)
         )));
     };
-    if items.len() > 4 {
-        return Err(invalid_layout(format!(
-            "expected at most 4 fields, found {}",
-            items.len()
-        )));
-    }
     let mut fields = Vec::with_capacity(items.len());
     for item in &items {
         let bad = || {

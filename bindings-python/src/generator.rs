@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clockflake::{Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
-use clockflake_lease::fork;
+use clockflake_lease::{fork, LeaseCounters, LeaseError, LeaseOptions, LeaseStats};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
-use crate::args::{as_u64, generator_args, plain_u64, time_arg, worker_id_arg, NotU64};
+use crate::args::{as_u64, generator_args, plain_u64, time_arg, type_name, worker_id_arg, NotU64};
 use crate::errors::Refusal;
 use crate::leased::{invalid_uri, Leased};
 use crate::parts::layout_dict;
@@ -159,11 +159,11 @@ fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, error: Error) -> PyResul
 #[cold]
 fn not_current(mine: u64) -> PyErr {
     if mine == CLOSED {
+        // The lease crate's code and class; its message speaks of a released lease, which a
+        // static generator never held (and the tests pin this wording).
         Refusal {
-            code: "GENERATOR_CLOSED",
-            input: false,
             message: "generator closed: close() was called".to_owned(),
-            retry_at_ms: None,
+            ..Refusal::from(LeaseError::Closed)
         }
         .into()
     } else {
@@ -338,27 +338,14 @@ impl PyGenerator {
         }
         let uri = match uri.cast::<PyString>() {
             Ok(text) => text.to_str()?.to_owned(),
-            Err(_) => {
-                let found = uri
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
-                return Err(invalid_uri(format!("a {found}")));
-            }
+            Err(_) => return Err(invalid_uri(format!("a {}", type_name(uri)))),
         };
         let args = generator_args(layout, on_rollback, max_wait_ms, max_drift_ms, None)?;
-        let handover_ms = match max_handover_wait_ms.filter(|v| !v.is_none()) {
-            Some(value) => plain_u64(value, "max_handover_wait_ms")?,
-            None => 15_000,
+        let max_handover_wait = match max_handover_wait_ms.filter(|v| !v.is_none()) {
+            Some(value) => Duration::from_millis(plain_u64(value, "max_handover_wait_ms")?),
+            None => LeaseOptions::default().max_handover_wait,
         };
-        let leased = Leased::open(
-            py,
-            uri,
-            args.layout,
-            args.options,
-            Duration::from_millis(handover_ms),
-        )?;
+        let leased = Leased::open(py, uri, args.layout, args.options, max_handover_wait)?;
         Ok(PyGenerator {
             inner: Inner::Leased(leased),
             clock: None,
@@ -501,7 +488,6 @@ impl PyGenerator {
     /// None when not measured: file://, max_skew=off, a static worker id). Counted on
     /// slow paths only; reading them never leases or waits.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let stats = PyDict::new(py);
         match &self.inner {
             Inner::Static(gen) => {
                 let mine = self.fork_generation.load(Ordering::Relaxed);
@@ -512,29 +498,23 @@ impl PyGenerator {
                 } else {
                     "active"
                 };
-                unleased_stats(&stats, Some(gen.worker_id()), state, false)?;
+                stats_dict(py, false, Some(gen.worker_id()), state, None)
             }
             Inner::Leased(leased) => match leased.lease_if_current() {
                 Some(lease) => {
                     let figures = lease.stats();
-                    stats.set_item("worker_id", figures.worker_id)?;
-                    stats.set_item("state", figures.state)?;
-                    stats.set_item("leased", true)?;
-                    stats.set_item("renewals", figures.counters.renewals)?;
-                    stats.set_item("renewal_failures", figures.counters.renewal_failures)?;
-                    stats.set_item("clock_steps_back", figures.counters.clock_steps_back)?;
-                    stats.set_item("clock_seq_switches", figures.counters.clock_seq_switches)?;
-                    stats.set_item("waits", figures.counters.waits)?;
-                    stats.set_item("wait_us", figures.counters.wait_us)?;
-                    stats.set_item("deadline_in_ms", figures.deadline_in_ms)?;
-                    stats.set_item("reserved_until_ms", figures.reserved_until_ms)?;
-                    stats.set_item("measured_skew_ms", figures.measured_skew_ms)?;
+                    stats_dict(
+                        py,
+                        true,
+                        Some(figures.worker_id),
+                        figures.state,
+                        Some(&figures),
+                    )
                 }
                 // A forked child that has not leased its own worker id yet.
-                None => unleased_stats(&stats, None, "forked", true)?,
+                None => stats_dict(py, true, None, "forked", None),
             },
         }
-        Ok(stats)
     }
 
     /// The coordinator of a leased generator (its URI without password), else None.
@@ -673,27 +653,31 @@ fn state_arg(value: &Bound<'_, PyAny>, layout: &Layout) -> Result<State, Refusal
     })
 }
 
-/// `stats()` of a generator without a lease of its own in this process: no counters move.
-fn unleased_stats(
-    stats: &Bound<'_, PyDict>,
+/// The dict `stats()` returns: the lease crate's figures, or (`lease` None: a fixed worker id,
+/// or a forked child that has not leased its own yet) its zero counters and no deadline.
+fn stats_dict<'py>(
+    py: Python<'py>,
+    leased: bool,
     worker_id: Option<u64>,
     state: &str,
-    leased: bool,
-) -> PyResult<()> {
+    lease: Option<&LeaseStats>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let counters = lease.map_or_else(LeaseCounters::default, |figures| figures.counters);
+    let stats = PyDict::new(py);
     stats.set_item("worker_id", worker_id)?;
     stats.set_item("state", state)?;
     stats.set_item("leased", leased)?;
-    for counter in [
-        "renewals",
-        "renewal_failures",
-        "clock_steps_back",
-        "clock_seq_switches",
-        "waits",
-        "wait_us",
+    stats.set_item("renewals", counters.renewals)?;
+    stats.set_item("renewal_failures", counters.renewal_failures)?;
+    stats.set_item("clock_steps_back", counters.clock_steps_back)?;
+    stats.set_item("clock_seq_switches", counters.clock_seq_switches)?;
+    stats.set_item("waits", counters.waits)?;
+    stats.set_item("wait_us", counters.wait_us)?;
+    stats.set_item("deadline_in_ms", lease.and_then(|f| f.deadline_in_ms))?;
+    stats.set_item(
         "reserved_until_ms",
-    ] {
-        stats.set_item(counter, 0)?;
-    }
-    stats.set_item("measured_skew_ms", None::<i64>)?;
-    stats.set_item("deadline_in_ms", None::<u64>)
+        lease.map_or(0, |f| f.reserved_until_ms),
+    )?;
+    stats.set_item("measured_skew_ms", lease.and_then(|f| f.measured_skew_ms))?;
+    Ok(stats)
 }

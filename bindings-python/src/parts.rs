@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
-use crate::args::{field_arg, id_arg, layout_arg, time_arg};
+use crate::args::{field_arg, id_arg, layout_arg, time_arg, type_name};
 use crate::errors::{Refusal, ARG_TYPE};
 
 /// What an id says: when (`timestamp_ms`, the start of its tick in Unix ms), which clock
@@ -176,14 +176,9 @@ pub fn encode(parts: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> Py
             sequence: field_arg(&get("sequence")?, Field::Sequence)?,
         }
     } else {
-        let found = parts
-            .get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default();
         return Err(Refusal::input(
             ARG_TYPE,
-            format!("encode: expected Parts or a dict with timestamp_ms, clock_seq, worker_id and sequence, found {found}"),
+            format!("encode: expected Parts or a dict with timestamp_ms, clock_seq, worker_id and sequence, found {}", type_name(parts)),
         )
         .into());
     };
