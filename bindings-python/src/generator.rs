@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use clockflake::{Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
+use clockflake::{Clock, Error, Generator, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
 use clockflake_lease::{fork, LeaseCounters, LeaseError, LeaseOptions, LeaseStats};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -92,8 +92,19 @@ impl<'a, 'py> PyClock<'a, 'py> {
             )),
         })
     }
+}
 
-    /// The exception the clock raised since the last call, if any.
+/// A clock the binding hands core: the process's `MonotonicClock`, or a Python callable.
+trait BindingClock: Clock {
+    /// The exception the clock raised since the last call, if any (core's clock raises none).
+    fn take_error(&self) -> PyResult<()> {
+        Ok(())
+    }
+}
+
+impl BindingClock for MonotonicClock {}
+
+impl BindingClock for PyClock<'_, '_> {
     fn take_error(&self) -> PyResult<()> {
         match self.error.take() {
             Some(error) => Err(error),
@@ -135,22 +146,18 @@ impl From<Error> for WaitInterrupted {
 /// Waits until `clock` reads the retry time of `error`, on core's wait loop: each pause sleeps
 /// without the GIL (at most `WAIT_SLICE`; `SPIN_PAUSE` through the last 2 ms), then checks for
 /// signals (Ctrl-C). Raises `error` at once when it has no retry time or the wait would be too
-/// long (`retry_time`). A Python clock is read with the GIL held, between pauses.
+/// long (`retry_time`). A Python clock is read with the GIL held, between pauses; an exception
+/// it raised comes first.
 #[cold]
-fn wait_for_retry<C: Clock + ?Sized>(py: Python<'_>, clock: &C, error: Error) -> PyResult<()> {
-    let at_ms = retry_time(error, clock.now_ms())?;
-    clockflake::wait_until(clock, at_ms, |pause| {
-        let pause = pause.map_or(SPIN_PAUSE, |duration| duration.min(WAIT_SLICE));
-        py.detach(|| std::thread::sleep(pause));
-        py.check_signals().map_err(WaitInterrupted)
-    })
-    .map_err(|WaitInterrupted(error)| error)
-}
-
-/// `wait_for_retry` on a Python clock: an exception the clock raised comes first.
-#[cold]
-fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, error: Error) -> PyResult<()> {
-    let waited = wait_for_retry(py, clock, error);
+fn wait_for_retry<C: BindingClock>(py: Python<'_>, clock: &C, error: Error) -> PyResult<()> {
+    let waited = retry_time(error, clock.now_ms()).and_then(|at_ms| {
+        clockflake::wait_until(clock, at_ms, |pause| {
+            let pause = pause.map_or(SPIN_PAUSE, |duration| duration.min(WAIT_SLICE));
+            py.detach(|| std::thread::sleep(pause));
+            py.check_signals().map_err(WaitInterrupted)
+        })
+        .map_err(|WaitInterrupted(error)| error)
+    });
     clock.take_error()?;
     waited
 }
@@ -191,67 +198,47 @@ impl PyGenerator {
         }
     }
 
+    /// `next_id()` after its first attempt on `clock` (the fast path's, on the process's
+    /// clock, or one on a Python clock): waits and tries again until an id or a final refusal.
     #[cold]
     #[inline(never)]
-    fn next_id_waiting(&self, py: Python<'_>, gen: &Generator, first: Error) -> PyResult<u64> {
-        let clock = MonotonicClock::global();
-        let mut error = first;
-        loop {
-            wait_for_retry(py, clock, error)?;
-            match gen.try_next_id_with(clock) {
-                Ok(id) => return Ok(id),
-                Err(again) => error = again,
-            }
-        }
-    }
-
-    fn next_id_python_clock(
+    fn next_id_waiting<C: BindingClock>(
         &self,
         py: Python<'_>,
         gen: &Generator,
-        func: &Bound<'_, PyAny>,
+        clock: &C,
+        mut outcome: Result<u64, Error>,
     ) -> PyResult<u64> {
-        let clock = PyClock::new(func);
         loop {
-            let outcome = gen.try_next_id_with(&clock);
             clock.take_error()?;
             match outcome {
                 Ok(id) => return Ok(id),
-                Err(error) => wait_python(py, &clock, error)?,
+                Err(error) => wait_for_retry(py, clock, error)?,
             }
+            outcome = gen.try_next_id_with(clock);
         }
     }
 
     /// Fills `out` with whole runs of a tick at a time, waiting when a tick is full.
-    fn fill(&self, py: Python<'_>, gen: &Generator, out: &mut [u64]) -> PyResult<()> {
-        let total = out.len();
+    fn fill<C: BindingClock>(
+        &self,
+        py: Python<'_>,
+        gen: &Generator,
+        clock: &C,
+        out: &mut [u64],
+    ) -> PyResult<()> {
         let mut filled = 0;
-        let mut take = |block: IdBlock, filled: &mut usize| {
-            for (slot, id) in out[*filled..].iter_mut().zip(block) {
-                *slot = id;
-                *filled += 1;
-            }
-        };
-        match &self.clock {
-            None => {
-                let clock = MonotonicClock::global();
-                while filled < total {
-                    match gen.try_next_block_with(clock, (total - filled) as u64) {
-                        Ok(block) => take(block, &mut filled),
-                        Err(error) => wait_for_retry(py, clock, error)?,
+        while filled < out.len() {
+            let outcome = gen.try_next_block_with(clock, (out.len() - filled) as u64);
+            clock.take_error()?;
+            match outcome {
+                Ok(block) => {
+                    for (slot, id) in out[filled..].iter_mut().zip(block) {
+                        *slot = id;
+                        filled += 1;
                     }
                 }
-            }
-            Some(func) => {
-                let clock = PyClock::new(func.bind(py));
-                while filled < total {
-                    let outcome = gen.try_next_block_with(&clock, (total - filled) as u64);
-                    clock.take_error()?;
-                    match outcome {
-                        Ok(block) => take(block, &mut filled),
-                        Err(error) => wait_python(py, &clock, error)?,
-                    }
-                }
+                Err(error) => wait_for_retry(py, clock, error)?,
             }
         }
         Ok(())
@@ -384,11 +371,18 @@ impl PyGenerator {
             Inner::Static(gen) => {
                 let gen = self.check_fork(gen)?;
                 match &self.clock {
-                    None => match gen.try_next_id_with(MonotonicClock::global()) {
-                        Ok(id) => Ok(id),
-                        Err(error) => self.next_id_waiting(py, gen, error),
-                    },
-                    Some(func) => self.next_id_python_clock(py, gen, func.bind(py)),
+                    None => {
+                        let clock = MonotonicClock::global();
+                        match gen.try_next_id_with(clock) {
+                            Ok(id) => Ok(id),
+                            error => self.next_id_waiting(py, gen, clock, error),
+                        }
+                    }
+                    Some(func) => {
+                        let clock = PyClock::new(func.bind(py));
+                        let first = gen.try_next_id_with(&clock);
+                        self.next_id_waiting(py, gen, &clock, first)
+                    }
                 }
             }
             Inner::Leased(leased) => leased.next_id(py),
@@ -426,7 +420,10 @@ impl PyGenerator {
             .map_err(|_| PyMemoryError::new_err(format!("next_ids: cannot hold {n} ids")))?;
         out.resize(n, 0);
         match &self.inner {
-            Inner::Static(gen) => self.fill(py, gen, &mut out)?,
+            Inner::Static(gen) => match &self.clock {
+                None => self.fill(py, gen, MonotonicClock::global(), &mut out)?,
+                Some(func) => self.fill(py, gen, &PyClock::new(func.bind(py)), &mut out)?,
+            },
             Inner::Leased(leased) => leased.fill(py, &mut out)?,
         }
         PyList::new(py, out)
