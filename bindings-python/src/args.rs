@@ -280,10 +280,8 @@ pub fn policy_arg(value: Option<&Bound<'_, PyAny>>) -> Result<Option<Policy>, Re
         return Ok(None);
     };
     let unknown = |found: String| {
-        Refusal::input(
-            "UNKNOWN_POLICY",
-            format!("{}, found {found}", clockflake::Error::UnknownPolicy),
-        )
+        let error = clockflake::Error::UnknownPolicy;
+        Refusal::input(error.code(), format!("{error}, found {found}"))
     };
     let name = value
         .cast::<PyString>()

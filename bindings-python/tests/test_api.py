@@ -6,9 +6,11 @@ import copy
 import json
 import os
 import pickle
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import clockflake
@@ -214,6 +216,18 @@ def test_the_exception_classes_are_listed_once() -> None:
     assert sorted(_errors._RAISE_BY_CODE) == sorted(
         [*_errors._BY_CODE, "INVALID_ARG_TYPE", "INVALID_ARG_VALUE"]
     )
+
+
+def test_the_codes_the_rust_half_writes_out_are_all_known() -> None:
+    """A code the Rust half spells as a literal (`Refusal::input("INVALID_ID", ...)`, for a
+    message that names a Python value) must be one with a class, and so one of core's or the
+    lease crate's (checked above) or the binding's two argument codes: never a retyped variant."""
+    source = "\n".join(
+        path.read_text() for path in (Path(__file__).parents[1] / "src").glob("*.rs")
+    )
+    written = set(re.findall(r'"([A-Z][A-Z_]+[A-Z])"', source)) - set(dir(_clockflake))
+    assert "INVALID_ID" in written  # the pattern still finds them
+    assert written <= set(_errors._RAISE_BY_CODE), written - set(_errors._RAISE_BY_CODE)
 
 
 def test_every_core_code_has_a_class_with_the_right_builtin() -> None:
