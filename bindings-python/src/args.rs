@@ -51,6 +51,18 @@ fn repr_and_type(value: &Bound<'_, PyAny>) -> String {
     format!("{repr} ({})", type_name(value))
 }
 
+/// The items of a `list` or `tuple`; `None` for anything else.
+pub fn list_items<'py>(value: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
+    if let Ok(list) = value.cast::<PyList>() {
+        Some(list.iter().collect())
+    } else {
+        value
+            .cast::<PyTuple>()
+            .ok()
+            .map(|tuple| tuple.iter().collect())
+    }
+}
+
 /// An `int` (not a `bool`) in `0..2^64`.
 #[inline]
 pub fn as_u64(value: &Bound<'_, PyAny>) -> Result<u64, NotU64> {
@@ -238,16 +250,12 @@ fn custom_layout(spec: &Bound<'_, PyDict>) -> Result<Layout, Refusal> {
     let fields_value =
         fields_value.ok_or_else(|| invalid_layout("missing key \"fields\"".into()))?;
     let epoch_ms = epoch_ms.ok_or_else(|| invalid_layout("missing key \"epoch_ms\"".into()))?;
-    let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = fields_value.cast::<PyList>() {
-        list.iter().collect()
-    } else if let Ok(tuple) = fields_value.cast::<PyTuple>() {
-        tuple.iter().collect()
-    } else {
-        return Err(invalid_layout(format!(
+    let items = list_items(&fields_value).ok_or_else(|| {
+        invalid_layout(format!(
             "expected fields as a list of {{\"name\", \"bits\"}} dicts, found {}",
             repr_and_type(&fields_value)
-        )));
-    };
+        ))
+    })?;
     let mut fields = Vec::with_capacity(items.len());
     for item in &items {
         let bad = || {

@@ -10,7 +10,9 @@ use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
-use crate::args::{as_u64, generator_args, plain_u64, time_arg, type_name, worker_id_arg, NotU64};
+use crate::args::{
+    as_u64, generator_args, list_items, plain_u64, time_arg, type_name, worker_id_arg, NotU64,
+};
 use crate::errors::Refusal;
 use crate::leased::{invalid_uri, Leased};
 use crate::parts::layout_dict;
@@ -617,13 +619,8 @@ fn state_arg(value: &Bound<'_, PyAny>, layout: &Layout) -> Result<State, Refusal
     let clock_seq = as_u64(&get("clock_seq")?)
         .map_err(|p| invalid(format!("expected clock_seq as an int, found {}", p.found())))?;
     let marks = get("high_water_ms")?;
-    let marks: Vec<Bound<'_, PyAny>> = if let Ok(list) = marks.cast::<PyList>() {
-        list.iter().collect()
-    } else if let Ok(tuple) = marks.cast::<PyTuple>() {
-        tuple.iter().collect()
-    } else {
-        return Err(invalid("expected high_water_ms as a list".into()));
-    };
+    let marks =
+        list_items(&marks).ok_or_else(|| invalid("expected high_water_ms as a list".into()))?;
     if marks.len() > MAX_CLOCK_SEQS {
         return Err(invalid(format!(
             "expected at most {MAX_CLOCK_SEQS} high-water marks, found {}",
