@@ -192,7 +192,11 @@ impl Leased {
     /// The lease this process holds, if any: never leases (in a forked child that has not
     /// leased yet, `None`).
     pub fn lease_if_current(&self) -> Option<Arc<LeasedGenerator>> {
-        let generation = fork_generation();
+        self.lease_in(fork_generation())
+    }
+
+    /// The lease taken in the process of fork generation `generation`, if any.
+    fn lease_in(&self, generation: u64) -> Option<Arc<LeasedGenerator>> {
         if generation == self.generation {
             return self.original.clone();
         }
@@ -226,16 +230,10 @@ impl Leased {
     pub fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.closed.store(true, Ordering::SeqCst);
         let generation = fork_generation();
-        let lease = if generation == self.generation {
-            self.original.clone()
-        } else {
+        if generation != self.generation {
             self.invalidate_inherited(generation);
-            read(&self.relet)
-                .as_ref()
-                .filter(|slot| slot.generation == generation)
-                .map(|slot| Arc::clone(&slot.lease))
-        };
-        match lease {
+        }
+        match self.lease_in(generation) {
             Some(lease) => Ok(py.detach(move || lease.close()).map_err(Refusal::from)?),
             None => Ok(()),
         }
@@ -244,17 +242,10 @@ impl Leased {
     /// The lease of this process: the one held, or in a forked child a new one.
     fn current(&self, py: Python<'_>) -> PyResult<Arc<LeasedGenerator>> {
         let generation = fork_generation();
-        if generation == self.generation {
-            if let Some(lease) = &self.original {
-                return Ok(Arc::clone(lease));
-            }
+        match self.lease_in(generation) {
+            Some(lease) => Ok(lease),
+            None => self.lease_after_fork(py, generation),
         }
-        if let Some(slot) = &*read(&self.relet) {
-            if slot.generation == generation {
-                return Ok(Arc::clone(&slot.lease));
-            }
-        }
-        self.lease_after_fork(py, generation)
     }
 
     /// Marks every lease taken in an ancestor process as the parent's (idempotent).
