@@ -56,22 +56,14 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Whether the blocking `next_id` of the lease crate may succeed where `try_next_id` refused:
-/// a full tick, a short rollback wait, or the wait of a handover. Those wait without the GIL.
-fn worth_waiting(error: &LeaseError) -> bool {
-    match error {
-        LeaseError::Core(core) => {
-            core.retry_at_ms().is_some()
-                || matches!(
-                    core,
-                    clockflake::Error::ClockMovedBackwards { .. }
-                        | clockflake::Error::ClockSequenceExhausted { .. }
-                )
-        }
-        // A renewal the renewal thread has not persisted yet: `next_id` waits a few ms for it.
-        LeaseError::RenewalLate { .. } => true,
-        _ => false,
-    }
+/// After `try_next_id` refused: the lease crate's `next_id`, without the GIL. The lease crate
+/// decides whether the refusal clears by waiting (a full tick, a short rollback wait, a
+/// handover, a renewal the renewal thread has not persisted yet) and otherwise refuses again
+/// at once, the refusal being final.
+#[cold]
+#[inline(never)]
+fn after_refusal(py: Python<'_>, lease: Arc<LeasedGenerator>) -> PyResult<u64> {
+    Ok(py.detach(move || lease.next_id()).map_err(Refusal::from)?)
 }
 
 impl Leased {
@@ -110,15 +102,14 @@ impl Leased {
         })
     }
 
-    /// The next id: `try_next_id` with the GIL held (no I/O, no waiting, unless the renewal
-    /// thread has fallen behind), and the lease crate's waiting `next_id` without the GIL
-    /// when the tick is full or a handover must wait.
+    /// The next id: `try_next_id` with the GIL held (no I/O, no waiting), and after a refusal
+    /// the lease crate's waiting `next_id` without the GIL.
     #[inline]
     pub fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
         match &self.original {
             Some(lease) if fork_generation() == self.generation => match lease.try_next_id() {
                 Ok(id) => Ok(id),
-                Err(error) => self.after_refusal(py, Arc::clone(lease), error),
+                Err(_) => after_refusal(py, Arc::clone(lease)),
             },
             _ => self.next_id_slow(py),
         }
@@ -130,22 +121,8 @@ impl Leased {
         let lease = self.current(py)?;
         match lease.try_next_id() {
             Ok(id) => Ok(id),
-            Err(error) => self.after_refusal(py, lease, error),
+            Err(_) => after_refusal(py, lease),
         }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn after_refusal(
-        &self,
-        py: Python<'_>,
-        lease: Arc<LeasedGenerator>,
-        error: LeaseError,
-    ) -> PyResult<u64> {
-        if !worth_waiting(&error) {
-            return Err(Refusal::from(error).into());
-        }
-        Ok(py.detach(move || lease.next_id()).map_err(Refusal::from)?)
     }
 
     /// The next id at an explicit Unix-ms time (may persist a reservation: GIL released).
