@@ -17,17 +17,51 @@ use crate::errors::{Refusal, ARG_TYPE};
 /// (1, '2026-11-18T11:06:40+00:00')
 #[pyclass(frozen, eq, hash, module = "clockflake._clockflake", name = "Parts")]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PyParts(pub Parts);
+pub struct PyParts {
+    /// Start of the id's tick, Unix ms.
+    #[pyo3(get)]
+    pub timestamp_ms: u64,
+    /// Clock sequence (0 when the layout has none).
+    #[pyo3(get)]
+    pub clock_seq: u64,
+    /// Worker id.
+    #[pyo3(get)]
+    pub worker_id: u64,
+    /// Sequence number within the tick.
+    #[pyo3(get)]
+    pub sequence: u64,
+}
+
+impl From<Parts> for PyParts {
+    fn from(p: Parts) -> PyParts {
+        PyParts {
+            timestamp_ms: p.timestamp_ms,
+            clock_seq: p.clock_seq,
+            worker_id: p.worker_id,
+            sequence: p.sequence,
+        }
+    }
+}
+
+impl From<PyParts> for Parts {
+    fn from(p: PyParts) -> Parts {
+        Parts {
+            timestamp_ms: p.timestamp_ms,
+            clock_seq: p.clock_seq,
+            worker_id: p.worker_id,
+            sequence: p.sequence,
+        }
+    }
+}
 
 impl PyParts {
     fn fields(&self) -> [u64; 4] {
-        let Parts {
-            timestamp_ms,
-            clock_seq,
-            worker_id,
-            sequence,
-        } = self.0;
-        [timestamp_ms, clock_seq, worker_id, sequence]
+        [
+            self.timestamp_ms,
+            self.clock_seq,
+            self.worker_id,
+            self.sequence,
+        ]
     }
 }
 
@@ -47,36 +81,12 @@ impl PyParts {
         worker_id: &Bound<'_, PyAny>,
         sequence: &Bound<'_, PyAny>,
     ) -> PyResult<PyParts> {
-        Ok(PyParts(Parts {
+        Ok(PyParts {
             timestamp_ms: time_arg(timestamp_ms, "timestamp_ms")?,
             clock_seq: field_arg(clock_seq, Field::ClockSeq)?,
             worker_id: field_arg(worker_id, Field::Worker)?,
             sequence: field_arg(sequence, Field::Sequence)?,
-        }))
-    }
-
-    /// Start of the id's tick, Unix ms.
-    #[getter]
-    fn timestamp_ms(&self) -> u64 {
-        self.0.timestamp_ms
-    }
-
-    /// Clock sequence (0 when the layout has none).
-    #[getter]
-    fn clock_seq(&self) -> u64 {
-        self.0.clock_seq
-    }
-
-    /// Worker id.
-    #[getter]
-    fn worker_id(&self) -> u64 {
-        self.0.worker_id
-    }
-
-    /// Sequence number within the tick.
-    #[getter]
-    fn sequence(&self) -> u64 {
-        self.0.sequence
+        })
     }
 
     /// `timestamp_ms` as an aware `datetime` in UTC (exact to the millisecond).
@@ -94,7 +104,7 @@ impl PyParts {
         })?;
         let timedelta = TIMEDELTA.import(py, "datetime", "timedelta")?;
         let kwargs = PyDict::new(py);
-        kwargs.set_item("milliseconds", self.0.timestamp_ms)?;
+        kwargs.set_item("milliseconds", self.timestamp_ms)?;
         let delta = timedelta.call((), Some(&kwargs))?;
         epoch.bind(py).add(delta)
     }
@@ -141,7 +151,7 @@ impl PyParts {
 pub fn decode(id: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> PyResult<PyParts> {
     let layout = layout_arg(layout)?;
     let id = id_arg(id, &layout)?;
-    Ok(PyParts(layout.decode(id).map_err(Refusal::from)?))
+    Ok(layout.decode(id).map_err(Refusal::from)?.into())
 }
 
 /// Joins `Parts` (or a dict with the same four keys) into an id, checking every field's range.
@@ -151,7 +161,7 @@ pub fn decode(id: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> PyRes
 pub fn encode(parts: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
     let layout = layout_arg(layout)?;
     let parts: Parts = if let Ok(p) = parts.cast::<PyParts>() {
-        p.get().0
+        (*p.get()).into()
     } else if let Ok(dict) = parts.cast::<PyDict>() {
         let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
             dict.get_item(key)?.ok_or_else(|| {
