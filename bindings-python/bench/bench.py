@@ -21,7 +21,6 @@ import re
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,16 +30,9 @@ import snowflake  # snowflake-id
 import snowflake_id_toolkit
 import ulid  # python-ulid
 import uuid_utils
+from timing import perf_ns, raw_cost, wait_for_tick
 
 CAP = 4_096_000
-perf_ns = time.perf_counter_ns
-
-
-def wait_for_tick() -> None:
-    """Spins until the wall clock's millisecond changes."""
-    start = time.time_ns() // 1_000_000
-    while time.time_ns() // 1_000_000 == start:
-        pass
 
 
 class Subject:
@@ -146,18 +138,6 @@ def sustained(make: Callable[[], Callable[[], Any]], seconds: float) -> tuple[fl
     elapsed = perf_ns() - start
     real = [int(x) for x in ids if x is not None]
     return len(real) / elapsed * 1e9, len(real), len(real) - len(set(real))
-
-
-def raw_cost(f: Callable[[], Any], bursts: int = 200, size: int = 1000) -> float:
-    samples = []
-    r = range(size)
-    for _ in range(bursts):
-        wait_for_tick()
-        t0 = perf_ns()
-        for _ in r:
-            f()
-        samples.append((perf_ns() - t0) / size)
-    return statistics.median(samples)
 
 
 def decode_cost(decode: Callable[[Any], Any], id: int, n: int = 100_000, reps: int = 7) -> float:

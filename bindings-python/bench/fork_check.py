@@ -23,34 +23,20 @@ import sys
 ROUNDS = 15
 
 CHILD = r"""
-import json, statistics, time
+import json
 import clockflake
-perf_ns = time.perf_counter_ns
-
-def wait_for_tick():
-    start = time.time_ns() // 1_000_000
-    while time.time_ns() // 1_000_000 == start:
-        pass
-
-def raw_cost(f, bursts=200, size=1000):
-    samples = []
-    r = range(size)
-    for _ in range(bursts):
-        wait_for_tick()
-        t0 = perf_ns()
-        for _ in r:
-            f()
-        samples.append((perf_ns() - t0) / size)
-    return statistics.median(samples)
+from timing import raw_cost
 
 print(json.dumps({"file": clockflake.__file__,
                   "next_id": raw_cost(clockflake.Generator(worker_id=1).next_id),
                   "empty": raw_cost(lambda: None)}))
 """
+# The child imports `timing` (bench.py's "raw" measurement) from this folder.
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def measure(package_dir: str) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=package_dir)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_dir, HERE]))
     out = subprocess.run(
         [sys.executable, "-c", CHILD], env=env, check=True, capture_output=True, text=True
     ).stdout

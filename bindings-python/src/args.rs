@@ -28,29 +28,39 @@ impl NotU64 {
     }
 }
 
-/// "<repr> (<type name>)" of a value that was refused, for "found ..." in a message.
-fn repr_and_type(value: &Bound<'_, PyAny>) -> String {
-    let type_name = value
+/// The name of a value's type, for "found ..." in a message.
+pub fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
         .get_type()
         .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".to_owned());
-    let repr = value
-        .repr()
-        .map(|r| r.to_string())
-        .unwrap_or_else(|_| "?".to_owned());
-    let mut repr: String = repr.chars().take(60).collect();
-    if repr.len() >= 60 {
-        repr.push('…');
-    }
-    format!("{repr} ({type_name})")
+        .map_or_else(|_| "?".to_owned(), |name| name.to_string())
 }
 
 fn repr_of(value: &Bound<'_, PyAny>) -> String {
     value
         .repr()
-        .map(|r| r.to_string())
-        .unwrap_or_else(|_| "?".to_owned())
+        .map_or_else(|_| "?".to_owned(), |repr| repr.to_string())
+}
+
+/// "<repr> (<type name>)" of a value that was refused, for "found ..." in a message.
+fn repr_and_type(value: &Bound<'_, PyAny>) -> String {
+    let mut repr: String = repr_of(value).chars().take(60).collect();
+    if repr.len() >= 60 {
+        repr.push('…');
+    }
+    format!("{repr} ({})", type_name(value))
+}
+
+/// The items of a `list` or `tuple`; `None` for anything else.
+pub fn list_items<'py>(value: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
+    if let Ok(list) = value.cast::<PyList>() {
+        Some(list.iter().collect())
+    } else {
+        value
+            .cast::<PyTuple>()
+            .ok()
+            .map(|tuple| tuple.iter().collect())
+    }
 }
 
 /// An `int` (not a `bool`) in `0..2^64`.
@@ -240,22 +250,12 @@ fn custom_layout(spec: &Bound<'_, PyDict>) -> Result<Layout, Refusal> {
     let fields_value =
         fields_value.ok_or_else(|| invalid_layout("missing key \"fields\"".into()))?;
     let epoch_ms = epoch_ms.ok_or_else(|| invalid_layout("missing key \"epoch_ms\"".into()))?;
-    let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = fields_value.cast::<PyList>() {
-        list.iter().collect()
-    } else if let Ok(tuple) = fields_value.cast::<PyTuple>() {
-        tuple.iter().collect()
-    } else {
-        return Err(invalid_layout(format!(
+    let items = list_items(&fields_value).ok_or_else(|| {
+        invalid_layout(format!(
             "expected fields as a list of {{\"name\", \"bits\"}} dicts, found {}",
             repr_and_type(&fields_value)
-        )));
-    };
-    if items.len() > 4 {
-        return Err(invalid_layout(format!(
-            "expected at most 4 fields, found {}",
-            items.len()
-        )));
-    }
+        ))
+    })?;
     let mut fields = Vec::with_capacity(items.len());
     for item in &items {
         let bad = || {
@@ -288,10 +288,8 @@ pub fn policy_arg(value: Option<&Bound<'_, PyAny>>) -> Result<Option<Policy>, Re
         return Ok(None);
     };
     let unknown = |found: String| {
-        Refusal::input(
-            "UNKNOWN_POLICY",
-            format!("{}, found {found}", clockflake::Error::UnknownPolicy),
-        )
+        let error = clockflake::Error::UnknownPolicy;
+        Refusal::input(error.code(), format!("{error}, found {found}"))
     };
     let name = value
         .cast::<PyString>()

@@ -93,8 +93,10 @@ fn raise(py: Python<'_>, refusal: Refusal) -> PyErr {
     }
 }
 
-/// One sample error per code the lease crate adds, with whether it is an input error.
-pub fn lease_samples() -> Vec<(&'static str, bool)> {
+/// `(code, is_input_error)` of one sample error per code the lease crate adds to core's
+/// (`LeaseError::CODES`; the tests check the two agree, and the Python classes against them).
+#[pyfunction]
+pub fn _lease_error_codes() -> Vec<(&'static str, bool)> {
     use clockflake_lease::LeaseError;
     let errors = [
         LeaseError::InvalidUri {
@@ -118,15 +120,5 @@ pub fn lease_samples() -> Vec<(&'static str, bool)> {
     errors
         .iter()
         .map(|error| (error.code(), error.is_input_error()))
-        .collect()
-}
-
-/// Core's table of one error per code (`clockflake::Error::EXAMPLES`), with whether core calls
-/// it an input error: the tests check the Python classes against it (ValueError for input
-/// errors, RuntimeError for the others) and that each message passes through unchanged.
-pub fn samples() -> Vec<(&'static str, bool, String)> {
-    clockflake::Error::EXAMPLES
-        .iter()
-        .map(|error| (error.code(), error.is_input_error(), error.to_string()))
         .collect()
 }

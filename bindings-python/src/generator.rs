@@ -4,13 +4,15 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use clockflake::{Clock, Error, Generator, IdBlock, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
-use clockflake_lease::fork;
+use clockflake::{Clock, Error, Generator, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
+use clockflake_lease::{fork, LeaseCounters, LeaseError, LeaseOptions, LeaseStats};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
-use crate::args::{as_u64, generator_args, plain_u64, time_arg, worker_id_arg, NotU64};
+use crate::args::{
+    as_u64, generator_args, list_items, plain_u64, time_arg, type_name, worker_id_arg, NotU64,
+};
 use crate::errors::Refusal;
 use crate::leased::{invalid_uri, Leased};
 use crate::parts::layout_dict;
@@ -92,8 +94,19 @@ impl<'a, 'py> PyClock<'a, 'py> {
             )),
         })
     }
+}
 
-    /// The exception the clock raised since the last call, if any.
+/// A clock the binding hands core: the process's `MonotonicClock`, or a Python callable.
+trait BindingClock: Clock {
+    /// The exception the clock raised since the last call, if any (core's clock raises none).
+    fn take_error(&self) -> PyResult<()> {
+        Ok(())
+    }
+}
+
+impl BindingClock for MonotonicClock {}
+
+impl BindingClock for PyClock<'_, '_> {
     fn take_error(&self) -> PyResult<()> {
         match self.error.take() {
             Some(error) => Err(error),
@@ -135,22 +148,18 @@ impl From<Error> for WaitInterrupted {
 /// Waits until `clock` reads the retry time of `error`, on core's wait loop: each pause sleeps
 /// without the GIL (at most `WAIT_SLICE`; `SPIN_PAUSE` through the last 2 ms), then checks for
 /// signals (Ctrl-C). Raises `error` at once when it has no retry time or the wait would be too
-/// long (`retry_time`). A Python clock is read with the GIL held, between pauses.
+/// long (`retry_time`). A Python clock is read with the GIL held, between pauses; an exception
+/// it raised comes first.
 #[cold]
-fn wait_for_retry<C: Clock + ?Sized>(py: Python<'_>, clock: &C, error: Error) -> PyResult<()> {
-    let at_ms = retry_time(error, clock.now_ms())?;
-    clockflake::wait_until(clock, at_ms, |pause| {
-        let pause = pause.map_or(SPIN_PAUSE, |duration| duration.min(WAIT_SLICE));
-        py.detach(|| std::thread::sleep(pause));
-        py.check_signals().map_err(WaitInterrupted)
-    })
-    .map_err(|WaitInterrupted(error)| error)
-}
-
-/// `wait_for_retry` on a Python clock: an exception the clock raised comes first.
-#[cold]
-fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, error: Error) -> PyResult<()> {
-    let waited = wait_for_retry(py, clock, error);
+fn wait_for_retry<C: BindingClock>(py: Python<'_>, clock: &C, error: Error) -> PyResult<()> {
+    let waited = retry_time(error, clock.now_ms()).and_then(|at_ms| {
+        clockflake::wait_until(clock, at_ms, |pause| {
+            let pause = pause.map_or(SPIN_PAUSE, |duration| duration.min(WAIT_SLICE));
+            py.detach(|| std::thread::sleep(pause));
+            py.check_signals().map_err(WaitInterrupted)
+        })
+        .map_err(|WaitInterrupted(error)| error)
+    });
     clock.take_error()?;
     waited
 }
@@ -159,11 +168,11 @@ fn wait_python(py: Python<'_>, clock: &PyClock<'_, '_>, error: Error) -> PyResul
 #[cold]
 fn not_current(mine: u64) -> PyErr {
     if mine == CLOSED {
+        // The lease crate's code and class; its message speaks of a released lease, which a
+        // static generator never held (and the tests pin this wording).
         Refusal {
-            code: "GENERATOR_CLOSED",
-            input: false,
             message: "generator closed: close() was called".to_owned(),
-            retry_at_ms: None,
+            ..Refusal::from(LeaseError::Closed)
         }
         .into()
     } else {
@@ -191,67 +200,47 @@ impl PyGenerator {
         }
     }
 
+    /// `next_id()` after its first attempt on `clock` (the fast path's, on the process's
+    /// clock, or one on a Python clock): waits and tries again until an id or a final refusal.
     #[cold]
     #[inline(never)]
-    fn next_id_waiting(&self, py: Python<'_>, gen: &Generator, first: Error) -> PyResult<u64> {
-        let clock = MonotonicClock::global();
-        let mut error = first;
-        loop {
-            wait_for_retry(py, clock, error)?;
-            match gen.try_next_id_with(clock) {
-                Ok(id) => return Ok(id),
-                Err(again) => error = again,
-            }
-        }
-    }
-
-    fn next_id_python_clock(
+    fn next_id_waiting<C: BindingClock>(
         &self,
         py: Python<'_>,
         gen: &Generator,
-        func: &Bound<'_, PyAny>,
+        clock: &C,
+        mut outcome: Result<u64, Error>,
     ) -> PyResult<u64> {
-        let clock = PyClock::new(func);
         loop {
-            let outcome = gen.try_next_id_with(&clock);
             clock.take_error()?;
             match outcome {
                 Ok(id) => return Ok(id),
-                Err(error) => wait_python(py, &clock, error)?,
+                Err(error) => wait_for_retry(py, clock, error)?,
             }
+            outcome = gen.try_next_id_with(clock);
         }
     }
 
     /// Fills `out` with whole runs of a tick at a time, waiting when a tick is full.
-    fn fill(&self, py: Python<'_>, gen: &Generator, out: &mut [u64]) -> PyResult<()> {
-        let total = out.len();
+    fn fill<C: BindingClock>(
+        &self,
+        py: Python<'_>,
+        gen: &Generator,
+        clock: &C,
+        out: &mut [u64],
+    ) -> PyResult<()> {
         let mut filled = 0;
-        let mut take = |block: IdBlock, filled: &mut usize| {
-            for (slot, id) in out[*filled..].iter_mut().zip(block) {
-                *slot = id;
-                *filled += 1;
-            }
-        };
-        match &self.clock {
-            None => {
-                let clock = MonotonicClock::global();
-                while filled < total {
-                    match gen.try_next_block_with(clock, (total - filled) as u64) {
-                        Ok(block) => take(block, &mut filled),
-                        Err(error) => wait_for_retry(py, clock, error)?,
+        while filled < out.len() {
+            let outcome = gen.try_next_block_with(clock, (out.len() - filled) as u64);
+            clock.take_error()?;
+            match outcome {
+                Ok(block) => {
+                    for (slot, id) in out[filled..].iter_mut().zip(block) {
+                        *slot = id;
+                        filled += 1;
                     }
                 }
-            }
-            Some(func) => {
-                let clock = PyClock::new(func.bind(py));
-                while filled < total {
-                    let outcome = gen.try_next_block_with(&clock, (total - filled) as u64);
-                    clock.take_error()?;
-                    match outcome {
-                        Ok(block) => take(block, &mut filled),
-                        Err(error) => wait_python(py, &clock, error)?,
-                    }
-                }
+                Err(error) => wait_for_retry(py, clock, error)?,
             }
         }
         Ok(())
@@ -338,27 +327,14 @@ impl PyGenerator {
         }
         let uri = match uri.cast::<PyString>() {
             Ok(text) => text.to_str()?.to_owned(),
-            Err(_) => {
-                let found = uri
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
-                return Err(invalid_uri(format!("a {found}")));
-            }
+            Err(_) => return Err(invalid_uri(format!("a {}", type_name(uri)))),
         };
         let args = generator_args(layout, on_rollback, max_wait_ms, max_drift_ms, None)?;
-        let handover_ms = match max_handover_wait_ms.filter(|v| !v.is_none()) {
-            Some(value) => plain_u64(value, "max_handover_wait_ms")?,
-            None => 15_000,
+        let max_handover_wait = match max_handover_wait_ms.filter(|v| !v.is_none()) {
+            Some(value) => Duration::from_millis(plain_u64(value, "max_handover_wait_ms")?),
+            None => LeaseOptions::default().max_handover_wait,
         };
-        let leased = Leased::open(
-            py,
-            uri,
-            args.layout,
-            args.options,
-            Duration::from_millis(handover_ms),
-        )?;
+        let leased = Leased::open(py, uri, args.layout, args.options, max_handover_wait)?;
         Ok(PyGenerator {
             inner: Inner::Leased(leased),
             clock: None,
@@ -397,11 +373,18 @@ impl PyGenerator {
             Inner::Static(gen) => {
                 let gen = self.check_fork(gen)?;
                 match &self.clock {
-                    None => match gen.try_next_id_with(MonotonicClock::global()) {
-                        Ok(id) => Ok(id),
-                        Err(error) => self.next_id_waiting(py, gen, error),
-                    },
-                    Some(func) => self.next_id_python_clock(py, gen, func.bind(py)),
+                    None => {
+                        let clock = MonotonicClock::global();
+                        match gen.try_next_id_with(clock) {
+                            Ok(id) => Ok(id),
+                            error => self.next_id_waiting(py, gen, clock, error),
+                        }
+                    }
+                    Some(func) => {
+                        let clock = PyClock::new(func.bind(py));
+                        let first = gen.try_next_id_with(&clock);
+                        self.next_id_waiting(py, gen, &clock, first)
+                    }
                 }
             }
             Inner::Leased(leased) => leased.next_id(py),
@@ -439,7 +422,10 @@ impl PyGenerator {
             .map_err(|_| PyMemoryError::new_err(format!("next_ids: cannot hold {n} ids")))?;
         out.resize(n, 0);
         match &self.inner {
-            Inner::Static(gen) => self.fill(py, gen, &mut out)?,
+            Inner::Static(gen) => match &self.clock {
+                None => self.fill(py, gen, MonotonicClock::global(), &mut out)?,
+                Some(func) => self.fill(py, gen, &PyClock::new(func.bind(py)), &mut out)?,
+            },
             Inner::Leased(leased) => leased.fill(py, &mut out)?,
         }
         PyList::new(py, out)
@@ -501,7 +487,6 @@ impl PyGenerator {
     /// None when not measured: file://, max_skew=off, a static worker id). Counted on
     /// slow paths only; reading them never leases or waits.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let stats = PyDict::new(py);
         match &self.inner {
             Inner::Static(gen) => {
                 let mine = self.fork_generation.load(Ordering::Relaxed);
@@ -512,29 +497,23 @@ impl PyGenerator {
                 } else {
                     "active"
                 };
-                unleased_stats(&stats, Some(gen.worker_id()), state, false)?;
+                stats_dict(py, false, Some(gen.worker_id()), state, None)
             }
             Inner::Leased(leased) => match leased.lease_if_current() {
                 Some(lease) => {
                     let figures = lease.stats();
-                    stats.set_item("worker_id", figures.worker_id)?;
-                    stats.set_item("state", figures.state)?;
-                    stats.set_item("leased", true)?;
-                    stats.set_item("renewals", figures.counters.renewals)?;
-                    stats.set_item("renewal_failures", figures.counters.renewal_failures)?;
-                    stats.set_item("clock_steps_back", figures.counters.clock_steps_back)?;
-                    stats.set_item("clock_seq_switches", figures.counters.clock_seq_switches)?;
-                    stats.set_item("waits", figures.counters.waits)?;
-                    stats.set_item("wait_us", figures.counters.wait_us)?;
-                    stats.set_item("deadline_in_ms", figures.deadline_in_ms)?;
-                    stats.set_item("reserved_until_ms", figures.reserved_until_ms)?;
-                    stats.set_item("measured_skew_ms", figures.measured_skew_ms)?;
+                    stats_dict(
+                        py,
+                        true,
+                        Some(figures.worker_id),
+                        figures.state,
+                        Some(&figures),
+                    )
                 }
                 // A forked child that has not leased its own worker id yet.
-                None => unleased_stats(&stats, None, "forked", true)?,
+                None => stats_dict(py, true, None, "forked", None),
             },
         }
-        Ok(stats)
     }
 
     /// The coordinator of a leased generator (its URI without password), else None.
@@ -640,13 +619,8 @@ fn state_arg(value: &Bound<'_, PyAny>, layout: &Layout) -> Result<State, Refusal
     let clock_seq = as_u64(&get("clock_seq")?)
         .map_err(|p| invalid(format!("expected clock_seq as an int, found {}", p.found())))?;
     let marks = get("high_water_ms")?;
-    let marks: Vec<Bound<'_, PyAny>> = if let Ok(list) = marks.cast::<PyList>() {
-        list.iter().collect()
-    } else if let Ok(tuple) = marks.cast::<PyTuple>() {
-        tuple.iter().collect()
-    } else {
-        return Err(invalid("expected high_water_ms as a list".into()));
-    };
+    let marks =
+        list_items(&marks).ok_or_else(|| invalid("expected high_water_ms as a list".into()))?;
     if marks.len() > MAX_CLOCK_SEQS {
         return Err(invalid(format!(
             "expected at most {MAX_CLOCK_SEQS} high-water marks, found {}",
@@ -673,27 +647,31 @@ fn state_arg(value: &Bound<'_, PyAny>, layout: &Layout) -> Result<State, Refusal
     })
 }
 
-/// `stats()` of a generator without a lease of its own in this process: no counters move.
-fn unleased_stats(
-    stats: &Bound<'_, PyDict>,
+/// The dict `stats()` returns: the lease crate's figures, or (`lease` None: a fixed worker id,
+/// or a forked child that has not leased its own yet) its zero counters and no deadline.
+fn stats_dict<'py>(
+    py: Python<'py>,
+    leased: bool,
     worker_id: Option<u64>,
     state: &str,
-    leased: bool,
-) -> PyResult<()> {
+    lease: Option<&LeaseStats>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let counters = lease.map_or_else(LeaseCounters::default, |figures| figures.counters);
+    let stats = PyDict::new(py);
     stats.set_item("worker_id", worker_id)?;
     stats.set_item("state", state)?;
     stats.set_item("leased", leased)?;
-    for counter in [
-        "renewals",
-        "renewal_failures",
-        "clock_steps_back",
-        "clock_seq_switches",
-        "waits",
-        "wait_us",
+    stats.set_item("renewals", counters.renewals)?;
+    stats.set_item("renewal_failures", counters.renewal_failures)?;
+    stats.set_item("clock_steps_back", counters.clock_steps_back)?;
+    stats.set_item("clock_seq_switches", counters.clock_seq_switches)?;
+    stats.set_item("waits", counters.waits)?;
+    stats.set_item("wait_us", counters.wait_us)?;
+    stats.set_item("deadline_in_ms", lease.and_then(|f| f.deadline_in_ms))?;
+    stats.set_item(
         "reserved_until_ms",
-    ] {
-        stats.set_item(counter, 0)?;
-    }
-    stats.set_item("measured_skew_ms", None::<i64>)?;
-    stats.set_item("deadline_in_ms", None::<u64>)
+        lease.map_or(0, |f| f.reserved_until_ms),
+    )?;
+    stats.set_item("measured_skew_ms", lease.and_then(|f| f.measured_skew_ms))?;
+    Ok(stats)
 }

@@ -56,22 +56,14 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Whether the blocking `next_id` of the lease crate may succeed where `try_next_id` refused:
-/// a full tick, a short rollback wait, or the wait of a handover. Those wait without the GIL.
-fn worth_waiting(error: &LeaseError) -> bool {
-    match error {
-        LeaseError::Core(core) => {
-            core.retry_at_ms().is_some()
-                || matches!(
-                    core,
-                    clockflake::Error::ClockMovedBackwards { .. }
-                        | clockflake::Error::ClockSequenceExhausted { .. }
-                )
-        }
-        // A renewal the renewal thread has not persisted yet: `next_id` waits a few ms for it.
-        LeaseError::RenewalLate { .. } => true,
-        _ => false,
-    }
+/// After `try_next_id` refused: the lease crate's `next_id`, without the GIL. The lease crate
+/// decides whether the refusal clears by waiting (a full tick, a short rollback wait, a
+/// handover, a renewal the renewal thread has not persisted yet) and otherwise refuses again
+/// at once, the refusal being final.
+#[cold]
+#[inline(never)]
+fn after_refusal(py: Python<'_>, lease: Arc<LeasedGenerator>) -> PyResult<u64> {
+    Ok(py.detach(move || lease.next_id()).map_err(Refusal::from)?)
 }
 
 impl Leased {
@@ -110,15 +102,14 @@ impl Leased {
         })
     }
 
-    /// The next id: `try_next_id` with the GIL held (no I/O, no waiting, unless the renewal
-    /// thread has fallen behind), and the lease crate's waiting `next_id` without the GIL
-    /// when the tick is full or a handover must wait.
+    /// The next id: `try_next_id` with the GIL held (no I/O, no waiting), and after a refusal
+    /// the lease crate's waiting `next_id` without the GIL.
     #[inline]
     pub fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
         match &self.original {
             Some(lease) if fork_generation() == self.generation => match lease.try_next_id() {
                 Ok(id) => Ok(id),
-                Err(error) => self.after_refusal(py, Arc::clone(lease), error),
+                Err(_) => after_refusal(py, Arc::clone(lease)),
             },
             _ => self.next_id_slow(py),
         }
@@ -130,22 +121,8 @@ impl Leased {
         let lease = self.current(py)?;
         match lease.try_next_id() {
             Ok(id) => Ok(id),
-            Err(error) => self.after_refusal(py, lease, error),
+            Err(_) => after_refusal(py, lease),
         }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn after_refusal(
-        &self,
-        py: Python<'_>,
-        lease: Arc<LeasedGenerator>,
-        error: LeaseError,
-    ) -> PyResult<u64> {
-        if !worth_waiting(&error) {
-            return Err(Refusal::from(error).into());
-        }
-        Ok(py.detach(move || lease.next_id()).map_err(Refusal::from)?)
     }
 
     /// The next id at an explicit Unix-ms time (may persist a reservation: GIL released).
@@ -192,7 +169,11 @@ impl Leased {
     /// The lease this process holds, if any: never leases (in a forked child that has not
     /// leased yet, `None`).
     pub fn lease_if_current(&self) -> Option<Arc<LeasedGenerator>> {
-        let generation = fork_generation();
+        self.lease_in(fork_generation())
+    }
+
+    /// The lease taken in the process of fork generation `generation`, if any.
+    fn lease_in(&self, generation: u64) -> Option<Arc<LeasedGenerator>> {
         if generation == self.generation {
             return self.original.clone();
         }
@@ -226,16 +207,10 @@ impl Leased {
     pub fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.closed.store(true, Ordering::SeqCst);
         let generation = fork_generation();
-        let lease = if generation == self.generation {
-            self.original.clone()
-        } else {
+        if generation != self.generation {
             self.invalidate_inherited(generation);
-            read(&self.relet)
-                .as_ref()
-                .filter(|slot| slot.generation == generation)
-                .map(|slot| Arc::clone(&slot.lease))
-        };
-        match lease {
+        }
+        match self.lease_in(generation) {
             Some(lease) => Ok(py.detach(move || lease.close()).map_err(Refusal::from)?),
             None => Ok(()),
         }
@@ -244,17 +219,10 @@ impl Leased {
     /// The lease of this process: the one held, or in a forked child a new one.
     fn current(&self, py: Python<'_>) -> PyResult<Arc<LeasedGenerator>> {
         let generation = fork_generation();
-        if generation == self.generation {
-            if let Some(lease) = &self.original {
-                return Ok(Arc::clone(lease));
-            }
+        match self.lease_in(generation) {
+            Some(lease) => Ok(lease),
+            None => self.lease_after_fork(py, generation),
         }
-        if let Some(slot) = &*read(&self.relet) {
-            if slot.generation == generation {
-                return Ok(Arc::clone(&slot.lease));
-            }
-        }
-        self.lease_after_fork(py, generation)
     }
 
     /// Marks every lease taken in an ancestor process as the parent's (idempotent).

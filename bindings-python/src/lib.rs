@@ -20,11 +20,15 @@ fn preset_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// `(code, is_input_error, message)` for every core error code (core's table), checked against
-/// `_errors.py` by the tests.
+/// `(code, is_input_error, message)` of core's table of one error per code
+/// (`clockflake::Error::EXAMPLES`): the tests check the Python classes against it (ValueError
+/// for input errors, RuntimeError for the others) and that each message passes through unchanged.
 #[pyfunction]
 fn _error_codes() -> Vec<(&'static str, bool, String)> {
-    errors::samples()
+    clockflake::Error::EXAMPLES
+        .iter()
+        .map(|error| (error.code(), error.is_input_error(), error.to_string()))
+        .collect()
 }
 
 /// Raises core's example error of `code` through the binding's error mapping, as any call would.
@@ -37,12 +41,6 @@ fn _raise_error_example(code: &str) -> PyResult<()> {
         Some(error) => Err(errors::Refusal::from(*error).into()),
         None => Ok(()),
     }
-}
-
-/// `(code, is_input_error)` for every code the lease crate adds to core's.
-#[pyfunction]
-fn _lease_error_codes() -> Vec<(&'static str, bool)> {
-    errors::lease_samples()
 }
 
 /// Snowflake-style 64-bit ids that never repeat, even when the wall clock steps back.
@@ -60,7 +58,7 @@ fn _clockflake(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parts::describe_layout, m)?)?;
     m.add_function(wrap_pyfunction!(_error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(_raise_error_example, m)?)?;
-    m.add_function(wrap_pyfunction!(_lease_error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_lease_error_codes, m)?)?;
     m.add("PRESET_NAMES", preset_names())?;
     m.add("ERROR_CODES", clockflake::Error::CODES.to_vec())?;
     m.add(

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
-use crate::args::{field_arg, id_arg, layout_arg, time_arg};
+use crate::args::{field_arg, id_arg, layout_arg, time_arg, type_name};
 use crate::errors::{Refusal, ARG_TYPE};
 
 /// What an id says: when (`timestamp_ms`, the start of its tick in Unix ms), which clock
@@ -51,6 +51,17 @@ impl From<PyParts> for Parts {
             worker_id: p.worker_id,
             sequence: p.sequence,
         }
+    }
+}
+
+impl PyParts {
+    fn fields(&self) -> [u64; 4] {
+        [
+            self.timestamp_ms,
+            self.clock_seq,
+            self.worker_id,
+            self.sequence,
+        ]
     }
 }
 
@@ -101,41 +112,33 @@ impl PyParts {
     /// The four fields as a dict.
     fn as_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
-        dict.set_item("timestamp_ms", self.timestamp_ms)?;
-        dict.set_item("clock_seq", self.clock_seq)?;
-        dict.set_item("worker_id", self.worker_id)?;
-        dict.set_item("sequence", self.sequence)?;
+        for (key, value) in ["timestamp_ms", "clock_seq", "worker_id", "sequence"]
+            .into_iter()
+            .zip(self.fields())
+        {
+            dict.set_item(key, value)?;
+        }
         Ok(dict)
     }
 
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PyTuple::new(
-            py,
-            [
-                self.timestamp_ms,
-                self.clock_seq,
-                self.worker_id,
-                self.sequence,
-            ],
-        )?
-        .as_any()
-        .try_iter()
-        .map(|it| it.into_any())
+        PyTuple::new(py, self.fields())?
+            .as_any()
+            .try_iter()
+            .map(|it| it.into_any())
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        let p = slf.get();
+        let [timestamp_ms, clock_seq, worker_id, sequence] = slf.get().fields();
         Ok((
             slf.get_type(),
-            (p.timestamp_ms, p.clock_seq, p.worker_id, p.sequence),
+            (timestamp_ms, clock_seq, worker_id, sequence),
         ))
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "Parts(timestamp_ms={}, clock_seq={}, worker_id={}, sequence={})",
-            self.timestamp_ms, self.clock_seq, self.worker_id, self.sequence
-        )
+        let [timestamp_ms, clock_seq, worker_id, sequence] = self.fields();
+        format!("Parts(timestamp_ms={timestamp_ms}, clock_seq={clock_seq}, worker_id={worker_id}, sequence={sequence})")
     }
 }
 
@@ -176,14 +179,9 @@ pub fn encode(parts: &Bound<'_, PyAny>, layout: Option<&Bound<'_, PyAny>>) -> Py
             sequence: field_arg(&get("sequence")?, Field::Sequence)?,
         }
     } else {
-        let found = parts
-            .get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default();
         return Err(Refusal::input(
             ARG_TYPE,
-            format!("encode: expected Parts or a dict with timestamp_ms, clock_seq, worker_id and sequence, found {found}"),
+            format!("encode: expected Parts or a dict with timestamp_ms, clock_seq, worker_id and sequence, found {}", type_name(parts)),
         )
         .into());
     };

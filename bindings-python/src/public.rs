@@ -4,7 +4,7 @@ use clockflake::{Error, PublicIdProblem, PublicIds};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
-use crate::args::as_u64;
+use crate::args::{as_u64, type_name};
 use crate::errors::{Refusal, ARG_TYPE, ARG_VALUE};
 
 /// Turns raw ids into public ones and back with a secret 16-byte key: the public numbers
@@ -39,12 +39,10 @@ fn key_version(value: &Bound<'_, PyAny>) -> Result<u8, Refusal> {
 
 fn key_bytes(value: &Bound<'_, PyAny>) -> Result<[u8; 16], Refusal> {
     let bytes = value.cast::<PyBytes>().map_err(|_| {
-        let found = value
-            .get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default();
-        Refusal::input(ARG_TYPE, format!("key: expected 16 bytes, found {found}"))
+        Refusal::input(
+            ARG_TYPE,
+            format!("key: expected 16 bytes, found {}", type_name(value)),
+        )
     })?;
     <[u8; 16]>::try_from(bytes.as_bytes()).map_err(|_| {
         Refusal::input(
@@ -111,14 +109,12 @@ impl PyPublicIds {
     /// version raises, never returns a wrong id.
     fn decode_text(&self, text: &Bound<'_, PyAny>) -> PyResult<u64> {
         let text = text.cast::<PyString>().map_err(|_| {
-            let found = text
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default();
             Refusal::input(
                 "INVALID_PUBLIC_ID",
-                format!("invalid public id: expected a str, found {found}"),
+                format!(
+                    "invalid public id: expected a str, found {}",
+                    type_name(text)
+                ),
             )
         })?;
         let text = text.to_str().map_err(|_| {

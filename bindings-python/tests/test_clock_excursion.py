@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from clockflake import ClockflakeError, Generator, SequenceExhaustedError, decode
+from clockflake import ClockflakeError, Generator, LayoutSpec, SequenceExhaustedError, decode
+from helpers import layout_spec
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 HOUR_MS = 3_600_000
@@ -137,18 +137,10 @@ def test_ids_follow_the_wall_clock_back_after_an_excursion_to_the_future(
 # --- long ticks ------------------------------------------------------------------------------
 
 
-def daily_layout() -> tuple[dict[str, Any], int]:
+def daily_layout() -> tuple[LayoutSpec, int]:
     """One id a day per worker, the epoch 12 h ago: the current day has 12 h left, always."""
     epoch = now_ms() - DAY_MS // 2
-    layout = {
-        "fields": [
-            {"name": "timestamp", "bits": 20},
-            {"name": "worker", "bits": 4},
-            {"name": "sequence", "bits": 0},
-        ],
-        "unit_ms": DAY_MS,
-        "epoch_ms": epoch,
-    }
+    layout = layout_spec(epoch, unit_ms=DAY_MS, timestamp=20, worker=4, sequence=0)
     return layout, epoch + DAY_MS
 
 
@@ -196,15 +188,7 @@ def test_the_same_on_a_python_clock() -> None:
 
 
 def test_a_tick_that_ends_within_a_second_is_still_waited_for() -> None:
-    layout = {
-        "fields": [
-            {"name": "timestamp", "bits": 33},
-            {"name": "worker", "bits": 4},
-            {"name": "sequence", "bits": 0},
-        ],
-        "unit_ms": 1000,
-        "epoch_ms": 1704067200000,
-    }
+    layout = layout_spec(1704067200000, unit_ms=1000, timestamp=33, worker=4, sequence=0)
     gen = Generator(worker_id=3, layout=layout)
     a, b = gen.next_id(), gen.next_id()
     assert decode(b, layout).timestamp_ms == decode(a, layout).timestamp_ms + 1000  # type: ignore[arg-type]

@@ -3,7 +3,9 @@
 from collections.abc import Callable, Iterator
 from datetime import datetime as _datetime
 from types import TracebackType
-from typing import Literal, final
+from typing import Literal, TypedDict, final
+
+from typing_extensions import Unpack
 
 from clockflake._types import GeneratorState, GeneratorStats, LayoutArg, LayoutInfo
 
@@ -48,43 +50,34 @@ class Parts:
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+class _Options(TypedDict, total=False):
+    """The keyword options of ``Generator(...)``, ``Generator.open`` and ``Generator.resume``."""
+
+    layout: LayoutArg
+    on_rollback: str | None
+    max_wait_ms: int | None
+    max_drift_ms: int | None
+
+class _ClockOptions(_Options, total=False):
+    clock: Callable[[], int] | None
+
 @final
 class Generator:
     """Generates unique, time-sorted 63-bit ids for one worker id."""
 
-    def __new__(
-        cls,
-        *,
-        worker_id: int,
-        layout: LayoutArg = None,
-        on_rollback: str | None = None,
-        max_wait_ms: int | None = None,
-        max_drift_ms: int | None = None,
-        clock: Callable[[], int] | None = None,
-    ) -> Generator: ...
+    def __new__(cls, *, worker_id: int, **options: Unpack[_ClockOptions]) -> Generator: ...
     @classmethod
     def open(
         cls,
         uri: str,
         *,
-        layout: LayoutArg = None,
-        on_rollback: str | None = None,
-        max_wait_ms: int | None = None,
-        max_drift_ms: int | None = None,
         max_handover_wait_ms: int | None = None,
         worker_id: None = None,
         clock: None = None,
+        **options: Unpack[_Options],
     ) -> Generator: ...
     @staticmethod
-    def resume(
-        state: GeneratorState,
-        *,
-        layout: LayoutArg = None,
-        on_rollback: str | None = None,
-        max_wait_ms: int | None = None,
-        max_drift_ms: int | None = None,
-        clock: Callable[[], int] | None = None,
-    ) -> Generator: ...
+    def resume(state: GeneratorState, **options: Unpack[_ClockOptions]) -> Generator: ...
     def next_id(self) -> int: ...
     def next_id_at(self, now_ms: int) -> int: ...
     def next_ids(self, n: int) -> list[int]: ...

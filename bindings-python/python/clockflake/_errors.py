@@ -246,42 +246,14 @@ class CoordinatorUnavailableError(ClockflakeError, ConnectionError):
     code = "COORDINATOR_UNAVAILABLE"
 
 
-_BY_CODE: dict[str, type[ClockflakeError]] = {
-    cls.code: cls
-    for cls in (
-        InvalidIdError,
-        InvalidLayoutError,
-        UnknownLayoutError,
-        UnknownPolicyError,
-        WorkerIdOutOfRangeError,
-        TimestampOutOfRangeError,
-        ClockSeqOutOfRangeError,
-        SequenceOutOfRangeError,
-        InvalidRangeError,
-        InvalidStateError,
-        EpochInFutureError,
-        TimestampExhaustedError,
-        SequenceExhaustedError,
-        ClockMovedBackwardsError,
-        ClockSequenceExhaustedError,
-        ClockNotAdvancingError,
-        WorkerIdInvalidatedError,
-        LeaseLostError,
-        WorkerPoolExhaustedError,
-        InvalidUriError,
-        CoordinatorUnavailableError,
-        GeneratorClosedError,
-        ClockSkewError,
-        InvalidPublicIdError,
-        UnknownKeyVersionError,
-        InvalidKeyVersionError,
-    )
-}
-
-# Every class the native module raises by code: core's and the lease crate's (`_BY_CODE`, one
-# per code of theirs), and the binding's own argument checks.
+# Derived from the classes above (the one list of them): one per stable code. The tests check
+# `_BY_CODE` against core's and the lease crate's tables (`Error::CODES`, `LeaseError::CODES`);
+# the native module raises by `_RAISE_BY_CODE`, which adds the binding's own argument checks.
 _RAISE_BY_CODE: dict[str, type[ClockflakeError]] = {
-    **_BY_CODE,
-    InvalidArgTypeError.code: InvalidArgTypeError,
-    InvalidArgValueError.code: InvalidArgValueError,
+    cls.code: cls for cls in ClockflakeError.__subclasses__()
+}
+_BY_CODE: dict[str, type[ClockflakeError]] = {
+    code: cls
+    for code, cls in _RAISE_BY_CODE.items()
+    if cls not in (InvalidArgTypeError, InvalidArgValueError)
 }
