@@ -20,6 +20,8 @@
 # redis-server whose pid is in $CLOCKFLAKE_REDIS_DIR/pid. Idempotent: `start` on a running
 # server prints its URL, `stop` on a stopped one does nothing.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DIR=${CLOCKFLAKE_REDIS_DIR:-/tmp/clockflake-redis}
 PASSWORD=clockflake-redis-test
@@ -28,16 +30,7 @@ install() {
   if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
     return
   fi
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  echo "redis.sh: installing Debian's redis-server package" >&2
-  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends redis-server redis-tools >/dev/null
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+  apt_install "Debian's redis-server package" --no-install-recommends redis-server redis-tools
 }
 
 # Alive, not a zombie: a killed daemon's parent here may be slow to reap it.

@@ -15,6 +15,8 @@
 # is a plain java process whose pid is kept in $CLOCKFLAKE_ZK_DIR/pid. Idempotent: `start` on
 # a running server prints its URL, `stop` on a stopped one does nothing.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DIR=${CLOCKFLAKE_ZK_DIR:-/tmp/clockflake-zookeeper}
 JAR=/usr/share/java/zookeeper.jar
@@ -24,16 +26,7 @@ install() {
     && dpkg-query -W -f='${Status}' zookeeper 2>/dev/null | grep -q 'ok installed'; then
     return
   fi
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  echo "zookeeper.sh: installing Debian's zookeeper package" >&2
-  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends zookeeper >/dev/null
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+  apt_install "Debian's zookeeper package" --no-install-recommends zookeeper
 }
 
 is_running() {

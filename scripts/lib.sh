@@ -1,0 +1,18 @@
+# Helpers shared by the throwaway test servers' scripts (postgres.sh, redis.sh, zookeeper.sh),
+# which source this file. Each message names the script that sourced it.
+
+# apt_install WHAT [APT-GET INSTALL ARGS...]: installs packages with apt-get (through sudo
+# unless root), waiting up to 10 min for another apt run's lock, quietly; WHAT is for the message.
+apt_install() {
+  local what=$1 sudo=""
+  shift
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  echo "$(basename "$0"): installing $what" >&2
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$@" >/dev/null
+}
+
+# A TCP port free on 127.0.0.1 right now.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
