@@ -10,20 +10,16 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clockflake::Layout;
-use clockflake_lease::{open, wall_ms, LeaseOptions};
+use clockflake_lease::{open, wall_ms};
 use common::*;
 
 const HOUR_MS: u64 = 3_600_000;
 
 fn restart_storm(uri: &str, label: &str) {
-    let behind = LeaseOptions {
-        clock: Some(Arc::new(|| wall_ms() - HOUR_MS)),
-        ..LeaseOptions::default()
-    };
+    let behind = offset_clock(-(HOUR_MS as i64));
     let layout = Layout::CLOCKSEQ;
     let mut all = Vec::new();
     let mut startups = Vec::new();
