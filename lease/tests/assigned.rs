@@ -47,32 +47,34 @@ fn refused(uri: &str, env: &[(&str, &str)]) -> String {
     refusal.unwrap()
 }
 
-/// Whether every id of `ids` carries `worker`.
-fn all_from_worker(ids: &[u64], worker: u64) -> bool {
-    ids.iter()
-        .all(|id| Layout::CLOCKSEQ.decode(*id).unwrap().worker_id == worker)
+/// Runs a pod to its end, which must not be refused: its ids, every one under `worker`.
+fn ids_of_worker(worker: u64, uri: &str, env: &[(&str, &str)], extra: &[&str]) -> Vec<u64> {
+    let (ids, refusal) = run(&mut pod(uri, env, extra));
+    assert_eq!(refusal, None);
+    assert!(ids
+        .iter()
+        .all(|id| Layout::CLOCKSEQ.decode(*id).unwrap().worker_id == worker));
+    ids
 }
 
 #[test]
 fn a_statefulset_pod_takes_its_ordinal_and_continues_above_its_marks_after_a_restart() {
     let dir = temp_dir("k8s");
     let uri = format!("k8s://{}?app=orders", dir.display());
-    let (first, refusal) = run(&mut pod(
+    let first = ids_of_worker(
+        3,
         &uri,
         &[("CLOCKFLAKE_POD_INDEX", "3")],
         &["--count", "2000"],
-    ));
-    assert_eq!(refusal, None);
+    );
     assert_eq!(first.len(), 2000);
-    assert!(all_from_worker(&first, 3));
     // The pod comes back with its volume, its clock an hour behind: nothing repeats.
-    let (again, refusal) = run(&mut pod(
+    let again = ids_of_worker(
+        3,
         &uri,
         &[("HOSTNAME", "ids-3")],
         &["--count", "2000", "--offset-ms", "-3600000"],
-    ));
-    assert_eq!(refusal, None);
-    assert!(all_from_worker(&again, 3));
+    );
     assert_unique(
         "before and after the restart",
         first.iter().chain(&again).copied(),
@@ -135,13 +137,12 @@ fn a_deployment_pod_and_an_ordinal_beyond_the_layout_are_refused() {
 fn env_takes_the_hand_assigned_worker_id() {
     let dir = temp_dir("env");
     let uri = format!("env://{}?app=orders", dir.display());
-    let (ids, refusal) = run(&mut pod(
+    ids_of_worker(
+        42,
         &uri,
         &[("CLOCKFLAKE_WORKER_ID", "42")],
         &["--count", "100"],
-    ));
-    assert_eq!(refusal, None);
-    assert!(all_from_worker(&ids, 42));
+    );
     let refusal = refused(&uri, &[]);
     assert!(
         refusal.contains("CLOCKFLAKE_WORKER_ID is not set"),

@@ -189,9 +189,7 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
 fn a_corrupt_state_file_is_refused_never_reset() {
     let dir = temp_dir("corrupt");
     let uri = uri(&dir, "c");
-    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(&uri, Layout::CLOCKSEQ, LeaseOptions::default());
     let path = dir.join("c").join("worker-0.state");
     let good = fs::read(&path).unwrap();
     for bad in [

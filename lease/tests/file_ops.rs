@@ -24,9 +24,7 @@ fn mode(path: &Path) -> u32 {
 /// Opens `uri` (the pool `dir`, namespace `app`), takes an id and closes: the modes of DIR,
 /// DIR/APP, and worker 0's lock and state files.
 fn pool_modes_after_one_id(uri: &str, dir: &Path, app: &str) -> [u32; 4] {
-    let gen = open(uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(uri, Layout::CLOCKSEQ, LeaseOptions::default());
     let app_dir = dir.join(app);
     [
         mode(dir),

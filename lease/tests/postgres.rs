@@ -95,9 +95,7 @@ fn a_corrupt_row_is_refused_and_left_as_it_is() {
     let app = app("corrupt");
     let uri = uri(&app, "2s");
     let layout = single_worker();
-    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(&uri, layout, LeaseOptions::default());
     let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
     client
         .execute(
@@ -206,9 +204,7 @@ fn the_restore_procedure_keeps_ids_issued_after_the_backup_unique() {
     let layout = single_worker();
     let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
     // Clocks behind the real one stand for the passing time: the backup at T - 10 s...
-    let gen = open(&uri, layout, offset_clock(-10_000)).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(&uri, layout, offset_clock(-10_000));
     let backup = client
         .query_one(
             "SELECT layout_fingerprint, clock_seq, high_water_ms, epoch FROM clockflake_leases \

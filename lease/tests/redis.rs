@@ -122,9 +122,7 @@ fn a_corrupt_record_is_refused_and_left_as_it_is() {
     let app = app("corrupt");
     let uri = uri(&app, "2s");
     let layout = single_worker();
-    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(&uri, layout, LeaseOptions::default());
     let mut redis = redis_connection();
     let key = worker_key(&app, 0);
     let record: String = redis.hget(&key, "state").unwrap();

@@ -18,15 +18,19 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// One `next_id` call: (boot ms before the call, how long it took, the id or the error code).
 type Call = (u64, Duration, Result<u64, &'static str>);
 
-/// Calls `next_id` every ms on another thread until stopped.
-fn issue_every_ms(gen: &Arc<LeasedGenerator>) -> Repeating<Call> {
-    let gen = Arc::clone(gen);
-    Repeating::start(move || {
-        let (asked, started) = (boot_ms(), Instant::now());
-        let result = gen.next_id().map_err(|e| e.code());
-        std::thread::sleep(Duration::from_millis(1));
-        (asked, started.elapsed(), result)
-    })
+/// Opens `uri` and calls `next_id` every ms on another thread until stopped.
+fn issuing_every_ms(uri: &str) -> (Arc<LeasedGenerator>, Repeating<Call>) {
+    let gen = Arc::new(open(uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
+    let issuing = {
+        let gen = Arc::clone(&gen);
+        Repeating::start(move || {
+            let (asked, started) = (boot_ms(), Instant::now());
+            let result = gen.next_id().map_err(|e| e.code());
+            std::thread::sleep(Duration::from_millis(1));
+            (asked, started.elapsed(), result)
+        })
+    };
+    (gen, issuing)
 }
 
 /// Ids were issued up to the `deadline` (the last one less than 100 ms before it) and not one
@@ -61,8 +65,7 @@ fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
         return;
     };
     let uri = format!("{}?app={}&ttl=1s", redis_url(), app("outage"));
-    let gen = Arc::new(open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
-    let issuing = issue_every_ms(&gen);
+    let (gen, issuing) = issuing_every_ms(&uri);
     std::thread::sleep(Duration::from_millis(700));
     redis_script("halt");
     // A renewal sent before the halt may still have landed: read the deadline once it
@@ -85,8 +88,7 @@ fn a_frozen_server_never_holds_an_id_call_and_ids_stop_at_the_deadline() {
         return;
     };
     let uri = format!("{}?app={}&ttl=1s", redis_url(), app("frozen"));
-    let gen = Arc::new(open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
-    let issuing = issue_every_ms(&gen);
+    let (gen, issuing) = issuing_every_ms(&uri);
     std::thread::sleep(Duration::from_millis(500));
     redis_script("freeze");
     std::thread::sleep(Duration::from_millis(100));

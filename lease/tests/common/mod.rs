@@ -247,6 +247,14 @@ pub fn zk_url() -> String {
     server_url("CLOCKFLAKE_ZK_URL", "test-zookeeper", "ZooKeeper")
 }
 
+/// Opens `uri`, takes one id and closes (the lease given back, its record stored): that id.
+pub fn one_id_and_close(uri: &str, layout: Layout, options: LeaseOptions) -> u64 {
+    let gen = open(uri, layout, options).unwrap();
+    let id = gen.next_id().unwrap();
+    gen.close().unwrap();
+    id
+}
+
 /// `n` ids from `gen`, one `next_id` call each.
 pub fn next_ids(gen: &LeasedGenerator, n: usize) -> Vec<u64> {
     (0..n).map(|_| gen.next_id().unwrap()).collect()
@@ -532,9 +540,7 @@ pub fn a_grant_refused_before_any_id_leaves_the_worker_id_usable(uri: &str) {
     );
     let refused = open(uri, future.unwrap(), LeaseOptions::default()).unwrap_err();
     assert_eq!(refused.code(), "EPOCH_IN_FUTURE", "{refused}");
-    let gen = open(uri, single_worker(), LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(uri, single_worker(), LeaseOptions::default());
 }
 
 /// Runs `processes` probes with `args` (which include `--binary`) at the same time, each to
