@@ -79,11 +79,11 @@ fn the_clock_check(uri: &str) {
 #[test]
 fn postgres_refuses_a_clock_10s_off_and_reports_the_skew() {
     let app = app("skew");
-    the_clock_check(&format!("{}?app={app}&ttl=2s", pg_url()));
+    the_clock_check(&format!("{}?app={app}&ttl=2s", PG.url()));
     // Refused, the row was given back untouched: no owner, the empty record of its first grant.
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     let refused = format!("{app}-refused");
-    let uri = format!("{}?app={refused}&ttl=2s", pg_url());
+    let uri = format!("{}?app={refused}&ttl=2s", PG.url());
     let error = open(&uri, single_worker(), offset_clock(-10_000)).unwrap_err();
     assert_eq!(error.code(), "CLOCK_SKEW", "{error}");
     let marks = pg_given_back_marks(&mut client, &refused);
@@ -95,7 +95,7 @@ fn postgres_refuses_a_clock_10s_off_and_reports_the_skew() {
 
 #[test]
 fn a_tighter_max_skew_is_honoured() {
-    let uri = format!("{}?app={}&ttl=2s&max_skew=500ms", pg_url(), app("tight"));
+    let uri = format!("{}?app={}&ttl=2s&max_skew=500ms", PG.url(), app("tight"));
     let error = open(&uri, single_worker(), offset_clock(2000)).unwrap_err();
     assert_eq!(error.code(), "CLOCK_SKEW", "{error}");
     assert!(error.to_string().contains("max_skew=500ms"), "{error}");
@@ -103,20 +103,20 @@ fn a_tighter_max_skew_is_honoured() {
 
 #[test]
 fn zookeeper_refuses_a_clock_10s_off_and_reports_the_skew() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     the_clock_check(&format!(
         "{}/snowflake/{}?ttl=2s&server=skew",
-        zk_url(),
+        ZK.url(),
         app("skew")
     ));
 }
 
 #[test]
 fn redis_refuses_a_clock_10s_off_and_reports_the_skew() {
-    if !redis_available() {
+    if !REDIS.available() {
         return;
     }
-    the_clock_check(&format!("{}?app={}&ttl=2s", redis_url(), app("skew")));
+    the_clock_check(&format!("{}?app={}&ttl=2s", REDIS.url(), app("skew")));
 }

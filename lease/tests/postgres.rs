@@ -14,7 +14,7 @@ use common::*;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn uri(app: &str, ttl: &str) -> String {
-    format!("{}?app={app}&ttl={ttl}", pg_url())
+    format!("{}?app={app}&ttl={ttl}", PG.url())
 }
 
 /// Opens until granted (a lease that has to expire first), for at most `patience`.
@@ -59,7 +59,7 @@ fn the_table_holds_one_row_per_worker_id_with_its_marks() {
     let app = app("rows");
     let gen = open(&uri(&app, "2s"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let id = gen.next_id().unwrap();
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     let rows = client
         .query(
             "SELECT worker_id, owner, epoch, expires_at > now() AS live, high_water_ms \
@@ -96,7 +96,7 @@ fn a_corrupt_row_is_refused_and_left_as_it_is() {
     let uri = uri(&app, "2s");
     let layout = single_worker();
     one_id_and_close(&uri, layout, LeaseOptions::default());
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     client
         .execute(
             "UPDATE clockflake_leases SET high_water_ms = '{1,2,3}' WHERE app = $1",
@@ -163,7 +163,7 @@ fn a_row_that_lost_its_marks_is_refused_never_read_as_unused() {
     let issued = paced(50, || gen.next_id().unwrap());
     gen.close().unwrap();
     // A careless migration (or a restored row) resets the record to NULL.
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     client
         .execute(
             "UPDATE clockflake_leases SET layout_fingerprint = NULL, clock_seq = NULL, \
@@ -202,7 +202,7 @@ fn the_restore_procedure_keeps_ids_issued_after_the_backup_unique() {
     // check (`max_skew=off`).
     let uri = format!("{}&max_skew=off", uri(&app, "2s"));
     let layout = single_worker();
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     // Clocks behind the real one stand for the passing time: the backup at T - 10 s...
     one_id_and_close(&uri, layout, offset_clock(-10_000));
     let backup = client

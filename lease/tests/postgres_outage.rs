@@ -17,7 +17,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 #[test]
 fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
     let _serial = turn(&SERIAL);
-    let uri = format!("{}?app={}&ttl=1s", pg_url(), app("outage"));
+    let uri = format!("{}?app={}&ttl=1s", PG.url(), app("outage"));
     let gen = Arc::new(open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
     let issuing = {
         let gen = Arc::clone(&gen);
@@ -62,7 +62,7 @@ fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
 #[test]
 fn no_block_is_granted_once_the_deadline_is_within_the_margin() {
     let _serial = turn(&SERIAL);
-    let uri = format!("{}?app={}&ttl=1s", pg_url(), app("block-outage"));
+    let uri = format!("{}?app={}&ttl=1s", PG.url(), app("block-outage"));
     let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let margin = gen.block_margin_ms();
     let mut before = Vec::new();

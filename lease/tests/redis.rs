@@ -17,7 +17,7 @@ use redis::Commands;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn uri(app: &str, ttl: &str) -> String {
-    format!("{}?app={app}&ttl={ttl}", redis_url())
+    format!("{}?app={app}&ttl={ttl}", REDIS.url())
 }
 
 fn worker_key(app: &str, worker: u64) -> String {
@@ -31,7 +31,7 @@ fn lease_key(app: &str, worker: u64) -> String {
 /// Opens until granted (a lease that has to expire first), for at most `patience`.
 #[test]
 fn two_hundred_clients_race_for_128_worker_ids() {
-    let Some(_serial) = redis_turn(&SERIAL) else {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
     };
     common::two_hundred_clients_race_for_128_worker_ids(&uri(&app("race"), "30s"));
@@ -39,7 +39,7 @@ fn two_hundred_clients_race_for_128_worker_ids() {
 
 /// A holder stopped with SIGSTOP for `factor` x the TTL (1 s) while a rival tries to take its id.
 fn paused_holder(factor: f64) {
-    let Some(_serial) = redis_turn(&SERIAL) else {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
     };
     common::paused_holder(&uri(&app("pause"), "1s"), 1000, factor, 500);
@@ -62,7 +62,7 @@ fn a_holder_paused_for_twice_the_ttl_issues_nothing_after_its_deadline() {
 
 #[test]
 fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
-    let Some(_serial) = redis_turn(&SERIAL) else {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
     };
     let uri = uri(&app("ahead"), "1s");
@@ -72,7 +72,7 @@ fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
 
 #[test]
 fn a_worker_hash_keeps_epoch_and_record_and_the_lease_key_expires() {
-    let Some(_serial) = redis_turn(&SERIAL) else {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
     };
     let app = app("keys");
@@ -116,7 +116,7 @@ fn a_worker_hash_keeps_epoch_and_record_and_the_lease_key_expires() {
 
 #[test]
 fn a_corrupt_record_is_refused_and_left_as_it_is() {
-    let Some(_serial) = redis_turn(&SERIAL) else {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
     };
     let app = app("corrupt");
@@ -145,7 +145,7 @@ fn a_corrupt_record_is_refused_and_left_as_it_is() {
 
 #[test]
 fn a_record_that_lost_its_marks_is_refused_never_read_as_unused() {
-    let Some(_serial) = redis_turn(&SERIAL) else {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
     };
     let app = app("lost-marks");
@@ -175,7 +175,7 @@ fn a_record_that_lost_its_marks_is_refused_never_read_as_unused() {
 
 #[test]
 fn a_fresh_worker_id_is_used_at_once_and_then_carries_a_record() {
-    let Some(_serial) = redis_turn(&SERIAL) else {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
     };
     let uri = uri(&app("fresh"), "2s");
@@ -184,10 +184,10 @@ fn a_fresh_worker_id_is_used_at_once_and_then_carries_a_record() {
 
 #[test]
 fn no_password_in_messages_and_a_wrong_one_is_refused() {
-    if !redis_available() {
+    if !REDIS.available() {
         return;
     }
-    let url = redis_url();
+    let url = REDIS.url();
     let password = url
         .split_once("://:")
         .and_then(|(_, rest)| rest.split_once('@'))
@@ -220,7 +220,7 @@ fn no_password_in_messages_and_a_wrong_one_is_refused() {
 
 #[test]
 fn rediss_verifies_the_servers_certificate() {
-    if !redis_available() {
+    if !REDIS.available() {
         return;
     }
     let tls = redis_script("url-tls");
@@ -258,7 +258,7 @@ fn rediss_verifies_the_servers_certificate() {
         let after = url.split("127.0.0.1:").nth(1).unwrap();
         format!(":{}/", after.split('/').next().unwrap())
     };
-    let to_plain = tls.replace(&port_of(&tls), &port_of(&redis_url()));
+    let to_plain = tls.replace(&port_of(&tls), &port_of(&REDIS.url()));
     let error = open(
         &format!("{to_plain}&app={app}&ttl=2s"),
         Layout::CLOCKSEQ,

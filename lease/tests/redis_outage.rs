@@ -61,10 +61,10 @@ fn ids_stopped_at_the_deadline(gen: &LeasedGenerator, log: &[Call], deadline: u6
 
 #[test]
 fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
-    let Some(_serial) = redis_turn(&SERIAL) else {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
     };
-    let uri = format!("{}?app={}&ttl=1s", redis_url(), app("outage"));
+    let uri = format!("{}?app={}&ttl=1s", REDIS.url(), app("outage"));
     let (gen, issuing) = issuing_every_ms(&uri);
     std::thread::sleep(Duration::from_millis(700));
     redis_script("halt");
@@ -84,10 +84,10 @@ fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
 
 #[test]
 fn a_frozen_server_never_holds_an_id_call_and_ids_stop_at_the_deadline() {
-    let Some(_serial) = redis_turn(&SERIAL) else {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
     };
-    let uri = format!("{}?app={}&ttl=1s", redis_url(), app("frozen"));
+    let uri = format!("{}?app={}&ttl=1s", REDIS.url(), app("frozen"));
     let (gen, issuing) = issuing_every_ms(&uri);
     std::thread::sleep(Duration::from_millis(500));
     redis_script("freeze");

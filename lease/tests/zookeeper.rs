@@ -15,7 +15,7 @@ use common::*;
 
 /// `zookeeper://127.0.0.1:PORT/snowflake/APP?ttl=TTL&server=SERVER`
 fn uri(app: &str, server: &str, ttl: &str) -> String {
-    format!("{}/snowflake/{app}?ttl={ttl}&server={server}", zk_url())
+    format!("{}/snowflake/{app}?ttl={ttl}&server={server}", ZK.url())
 }
 
 fn open_as(app: &str, server: &str) -> Result<LeasedGenerator, LeaseError> {
@@ -38,7 +38,7 @@ fn single_worker_no_clock_seq() -> Layout {
 
 #[test]
 fn stable_ids_per_server_identity_and_the_smallest_free_id() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("stable");
@@ -83,7 +83,7 @@ fn stable_ids_per_server_identity_and_the_smallest_free_id() {
 
 #[test]
 fn one_hundred_twenty_nine_contenders_for_128_ids() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("pool");
@@ -133,7 +133,7 @@ fn one_hundred_twenty_nine_contenders_for_128_ids() {
 
 #[test]
 fn a_cache_file_never_bypasses_the_ephemeral_node() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("cache");
@@ -161,7 +161,7 @@ fn a_cache_file_never_bypasses_the_ephemeral_node() {
 
 #[test]
 fn session_expiry_stops_generation() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("expiry");
@@ -235,7 +235,7 @@ fn session_expiry_stops_generation() {
 
 #[test]
 fn handover_with_a_clock_2s_behind_repeats_nothing() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("handover");
@@ -301,7 +301,7 @@ fn handover_with_a_clock_2s_behind_repeats_nothing() {
 
 #[test]
 fn without_a_free_clock_sequence_start_up_waits_within_its_bound_or_refuses() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("noseq");
@@ -331,7 +331,7 @@ fn without_a_free_clock_sequence_start_up_waits_within_its_bound_or_refuses() {
 
 #[test]
 fn the_coordinator_directly() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("direct");
@@ -361,7 +361,7 @@ fn the_coordinator_directly() {
 
 #[test]
 fn unreachable_zookeeper_is_coordinator_unavailable() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let error = open(
@@ -381,7 +381,7 @@ fn tamper(path: String, data: Option<&'static [u8]>) {
         .enable_all()
         .build()
         .unwrap();
-    let hosts = zk_url().trim_start_matches("zookeeper://").to_owned();
+    let hosts = ZK.url().trim_start_matches("zookeeper://").to_owned();
     runtime.block_on(async move {
         let client = zookeeper_client::Client::connect(&hosts).await.unwrap();
         match data {
@@ -395,7 +395,7 @@ fn tamper(path: String, data: Option<&'static [u8]>) {
 
 #[test]
 fn a_corrupt_record_is_refused_never_reset() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("corrupt");
@@ -425,7 +425,7 @@ fn a_corrupt_record_is_refused_never_reset() {
 
 #[test]
 fn a_holder_whose_nodes_are_taken_over_loses_its_lease() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     // An operator deletes the ephemeral node of a live holder; the next holder's start-up

@@ -43,7 +43,7 @@ fn offline_uri(app: &str, cache: &Path) -> String {
     format!(
         "{}/snowflake/{app}?ttl=1s&server=10.7.0.1:80&takeover=off&offline=cache&cache={}\
          &max_skew=off",
-        zk_url(),
+        ZK.url(),
         cache.display()
     )
 }
@@ -93,7 +93,7 @@ fn offline_cache_needs_takeover_off_a_cache_and_a_stable_identity() {
 
 #[test]
 fn started_from_the_cache_with_zookeeper_stopped() {
-    let Some(_turn) = zk_turn(&TURN) else {
+    let Some(_turn) = ZK.turn(&TURN) else {
         return;
     };
     let app = app("offline");
@@ -115,7 +115,7 @@ fn started_from_the_cache_with_zookeeper_stopped() {
     // Without offline=cache, a stopped ZooKeeper refuses the start.
     let plain = format!(
         "{}/snowflake/{app}?ttl=1s&server=10.7.0.1:80&takeover=off&cache={}&max_skew=off",
-        zk_url(),
+        ZK.url(),
         cache.display()
     );
     let error = refusal(open(&plain, one_worker_no_clock_seq(), offset_clock(0)));
@@ -156,7 +156,7 @@ fn started_from_the_cache_with_zookeeper_stopped() {
 
 #[test]
 fn worker_ids_bound_with_takeover_off_are_never_taken_over() {
-    let Some(_turn) = zk_turn(&TURN) else {
+    let Some(_turn) = ZK.turn(&TURN) else {
         return;
     };
     // Two worker ids.
@@ -172,7 +172,7 @@ fn worker_ids_bound_with_takeover_off_are_never_taken_over() {
     .unwrap();
     let app = app("bound");
     let uri = |server: &str, extra: &str| {
-        format!("{}/snowflake/{app}?ttl=1s&server={server}{extra}", zk_url())
+        format!("{}/snowflake/{app}?ttl=1s&server={server}{extra}", ZK.url())
     };
     let open_as = |server: &str, extra: &str| open(&uri(server, extra), layout, offset_clock(0));
     // The bound identity takes worker id 0 and stops; another takes 1 and stops.

@@ -178,26 +178,76 @@ impl Watched {
     }
 }
 
-/// The URL of a throwaway test server, from `variable` (which `make TARGET` exports after
-/// starting the server).
-fn server_url(variable: &str, target: &str, server: &str) -> String {
-    std::env::var(variable).unwrap_or_else(|_| {
-        panic!("{variable} is not set: run `make {target}`, which starts a throwaway {server}")
-    })
+/// A throwaway test server, which a make target starts and names in an environment variable.
+pub struct TestServer {
+    /// What it is, for messages.
+    name: &'static str,
+    /// The variable that holds its URL.
+    variable: &'static str,
+    /// The variable that turns a missing server into a failure (`None`: always required).
+    required: Option<&'static str>,
+    /// The make target that starts it.
+    target: &'static str,
 }
 
-/// Whether `variable` names a throwaway test server. Outside `make TARGET` (`cargo test`,
-/// `make test-lease`) the tests that need it are skipped, unless `required` is set (as
-/// `make TARGET` does), which turns a missing server into a failure.
-fn server_available(variable: &str, required: &str, target: &str, server: &str) -> bool {
-    if std::env::var_os(variable).is_some() {
-        return true;
+pub const PG: TestServer = TestServer {
+    name: "PostgreSQL",
+    variable: "CLOCKFLAKE_PG_URL",
+    required: None,
+    target: "test-lease",
+};
+
+pub const ZK: TestServer = TestServer {
+    name: "ZooKeeper",
+    variable: "CLOCKFLAKE_ZK_URL",
+    required: Some("CLOCKFLAKE_ZK_REQUIRED"),
+    target: "test-zookeeper",
+};
+
+/// Its URL is `redis://:PASSWORD@127.0.0.1:PORT/0`.
+pub const REDIS: TestServer = TestServer {
+    name: "Redis",
+    variable: "CLOCKFLAKE_REDIS_URL",
+    required: Some("CLOCKFLAKE_REDIS_REQUIRED"),
+    target: "test-redis",
+};
+
+impl TestServer {
+    fn missing(&self) -> ! {
+        panic!(
+            "{} is not set: run `make {}`, which starts a throwaway {}",
+            self.variable, self.target, self.name
+        )
     }
-    if std::env::var_os(required).is_some() {
-        panic!("{variable} is not set: run `make {target}`, which starts a throwaway {server}");
+
+    pub fn url(&self) -> String {
+        std::env::var(self.variable).unwrap_or_else(|_| self.missing())
     }
-    eprintln!("skipped: {variable} is not set (run `make {target}`)");
-    false
+
+    /// Whether the server is there. Outside its make target (`cargo test`, `make test-lease`)
+    /// the tests that need it are skipped, unless its `required` variable is set (as the make
+    /// target sets it), which turns a missing server into a failure.
+    pub fn available(&self) -> bool {
+        if std::env::var_os(self.variable).is_some() {
+            return true;
+        }
+        if self
+            .required
+            .is_none_or(|required| std::env::var_os(required).is_some())
+        {
+            self.missing();
+        }
+        eprintln!(
+            "skipped: {} is not set (run `make {}`)",
+            self.variable, self.target
+        );
+        false
+    }
+
+    /// `None` without the server (the test is skipped), else the test's `turn`.
+    pub fn turn(&self, serial: &'static Mutex<()>) -> Option<MutexGuard<'static, ()>> {
+        self.available().then(|| turn(serial))
+    }
 }
 
 /// A test's turn on a shared server: the tests of one binary that must not overlap (timing
@@ -206,10 +256,6 @@ pub fn turn(serial: &'static Mutex<()>) -> MutexGuard<'static, ()> {
     serial
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-pub fn pg_url() -> String {
-    server_url("CLOCKFLAKE_PG_URL", "test-lease", "PostgreSQL")
 }
 
 pub fn pg_script(action: &str) {
@@ -225,26 +271,6 @@ pub fn paced(ms: u64, mut next: impl FnMut() -> u64) -> Vec<u64> {
         std::thread::sleep(std::time::Duration::from_micros(50));
     }
     ids
-}
-
-/// Whether `make test-zookeeper` (or `make test-lease-tls-skew`) started a ZooKeeper; see
-/// `server_available`.
-pub fn zk_available() -> bool {
-    server_available(
-        "CLOCKFLAKE_ZK_URL",
-        "CLOCKFLAKE_ZK_REQUIRED",
-        "test-zookeeper",
-        "ZooKeeper",
-    )
-}
-
-/// `None` without a ZooKeeper (the test is skipped), else the test's `turn`.
-pub fn zk_turn(serial: &'static Mutex<()>) -> Option<MutexGuard<'static, ()>> {
-    zk_available().then(|| turn(serial))
-}
-
-pub fn zk_url() -> String {
-    server_url("CLOCKFLAKE_ZK_URL", "test-zookeeper", "ZooKeeper")
 }
 
 /// Opens `uri`, takes one id and closes (the lease given back, its record stored): that id.
@@ -288,26 +314,6 @@ pub fn handover_from_2s_ahead_repeats_nothing(uri: &str, label: &str) -> LeasedG
     );
     assert_unique(label, ids.iter().chain(&next).copied());
     second
-}
-
-/// Whether `make test-redis` started a Redis; see `server_available`.
-pub fn redis_available() -> bool {
-    server_available(
-        "CLOCKFLAKE_REDIS_URL",
-        "CLOCKFLAKE_REDIS_REQUIRED",
-        "test-redis",
-        "Redis",
-    )
-}
-
-/// `None` without a Redis (the test is skipped), else the test's `turn`.
-pub fn redis_turn(serial: &'static Mutex<()>) -> Option<MutexGuard<'static, ()>> {
-    redis_available().then(|| turn(serial))
-}
-
-/// `redis://:PASSWORD@127.0.0.1:PORT/0`
-pub fn redis_url() -> String {
-    server_url("CLOCKFLAKE_REDIS_URL", "test-redis", "Redis")
 }
 
 /// Both handovers from a holder whose clock runs 2 s ahead, on a coordinator whose leases
@@ -367,7 +373,7 @@ pub fn zookeeper_script(action: &str) {
 
 /// A plain connection to the test server, to look at (or damage) the keys.
 pub fn redis_connection() -> redis::Connection {
-    redis::Client::open(redis_url())
+    redis::Client::open(REDIS.url())
         .unwrap()
         .get_connection()
         .unwrap()
