@@ -16,3 +16,26 @@ apt_install() {
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
+
+# The servers of redis.sh and zookeeper.sh: plain processes whose pid is in $DIR/pid.
+
+# Alive, not a zombie: a killed daemon's parent here may be slow to reap it.
+alive() {
+  [ -r "/proc/$1/stat" ] && ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null
+}
+
+pid_running() {
+  [ -f "$DIR/pid" ] && alive "$(cat "$DIR/pid")"
+}
+
+# Kills the server at once (SIGKILL, also when frozen) and waits until it is gone.
+server_kill() {
+  if pid_running; then
+    local pid
+    pid=$(cat "$DIR/pid")
+    kill -CONT "$pid" 2>/dev/null || true
+    kill -9 "$pid" 2>/dev/null || true
+    while alive "$pid"; do sleep 0.02; done
+  fi
+  rm -f "$DIR/pid"
+}

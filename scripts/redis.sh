@@ -33,15 +33,6 @@ install() {
   apt_install "Debian's redis-server package" --no-install-recommends redis-server redis-tools
 }
 
-# Alive, not a zombie: a killed daemon's parent here may be slow to reap it.
-alive() {
-  [ -r "/proc/$1/stat" ] && ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null
-}
-
-is_running() {
-  [ -f "$DIR/pid" ] && alive "$(cat "$DIR/pid")"
-}
-
 # A CA and a server certificate for 127.0.0.1 and localhost, valid for a day.
 make_certs() {
   command -v openssl >/dev/null || return 0
@@ -87,7 +78,7 @@ url() {
 case "${1:-}" in
   start)
     install
-    if is_running; then
+    if pid_running; then
       url
       exit 0
     fi
@@ -108,10 +99,7 @@ case "${1:-}" in
     fi
     ;;
   halt)
-    if is_running; then
-      kill -9 "$(cat "$DIR/pid")"
-      while alive "$(cat "$DIR/pid")"; do sleep 0.02; done
-    fi
+    server_kill
     ;;
   resume)
     server_start
@@ -123,10 +111,7 @@ case "${1:-}" in
     kill -CONT "$(cat "$DIR/pid")"
     ;;
   stop)
-    if is_running; then
-      kill -CONT "$(cat "$DIR/pid")" 2>/dev/null || true
-      kill -9 "$(cat "$DIR/pid")" 2>/dev/null || true
-    fi
+    server_kill
     rm -rf "$DIR"
     ;;
   *)

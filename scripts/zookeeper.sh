@@ -29,10 +29,6 @@ install() {
   apt_install "Debian's zookeeper package" --no-install-recommends zookeeper
 }
 
-is_running() {
-  [ -f "$DIR/pid" ] && kill -0 "$(cat "$DIR/pid")" 2>/dev/null
-}
-
 answers() {
   local port reply
   port=$(cat "$DIR/port")
@@ -79,7 +75,7 @@ LOG
     if answers; then
       return
     fi
-    if ! is_running; then
+    if ! pid_running; then
       echo "zookeeper.sh: the server exited; its log:" >&2
       tail -n 30 "$DIR/server.log" "$DIR/stdout.log" >&2 || true
       exit 1
@@ -90,20 +86,10 @@ LOG
   exit 1
 }
 
-server_kill() {
-  if is_running; then
-    local pid
-    pid=$(cat "$DIR/pid")
-    kill -9 "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  fi
-  rm -f "$DIR/pid"
-}
-
 case "${1:-}" in
   start)
     install
-    if is_running && answers; then
+    if pid_running && answers; then
       url
       exit 0
     fi
