@@ -39,3 +39,16 @@ server_kill() {
   fi
   rm -f "$DIR/pid"
 }
+
+# The commands redis.sh and zookeeper.sh share (see their headers): halt, freeze, thaw, stop.
+server_command() {
+  case $1 in
+    halt) server_kill ;;
+    freeze) kill -STOP "$(cat "$DIR/pid")" ;;
+    thaw) kill -CONT "$(cat "$DIR/pid")" ;;
+    stop)
+      server_kill
+      rm -rf "$DIR"
+      ;;
+  esac
+}

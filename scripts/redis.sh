@@ -98,21 +98,11 @@ case "${1:-}" in
       echo "rediss://:$PASSWORD@127.0.0.1:$(cat "$DIR/tls-port")/0?cacert=$DIR/tls/ca.crt"
     fi
     ;;
-  halt)
-    server_kill
-    ;;
   resume)
     server_start
     ;;
-  freeze)
-    kill -STOP "$(cat "$DIR/pid")"
-    ;;
-  thaw)
-    kill -CONT "$(cat "$DIR/pid")"
-    ;;
-  stop)
-    server_kill
-    rm -rf "$DIR"
+  halt | freeze | thaw | stop)
+    server_command "$1"
     ;;
   *)
     echo "usage: $0 start|url|url-tls|halt|resume|freeze|thaw|stop" >&2

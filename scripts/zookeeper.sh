@@ -107,18 +107,8 @@ case "${1:-}" in
     [ -f "$DIR/port" ] || { echo "zookeeper.sh: not started" >&2; exit 1; }
     url
     ;;
-  halt)
-    server_kill
-    ;;
-  freeze)
-    kill -STOP "$(cat "$DIR/pid")"
-    ;;
-  thaw)
-    kill -CONT "$(cat "$DIR/pid")"
-    ;;
-  stop)
-    server_kill
-    rm -rf "$DIR"
+  halt | freeze | thaw | stop)
+    server_command "$1"
     ;;
   *)
     echo "usage: $0 start|url|halt|freeze|thaw|stop" >&2
