@@ -17,7 +17,6 @@ fn uri(app: &str, ttl: &str) -> String {
     format!("{}?app={app}&ttl={ttl}", PG.url())
 }
 
-/// Opens until granted (a lease that has to expire first), for at most `patience`.
 #[test]
 fn two_hundred_clients_race_for_128_worker_ids() {
     let _serial = turn(&SERIAL);

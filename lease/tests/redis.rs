@@ -28,7 +28,6 @@ fn lease_key(app: &str, worker: u64) -> String {
     format!("clockflake:{{{app}}}:lease:{worker}")
 }
 
-/// Opens until granted (a lease that has to expire first), for at most `patience`.
 #[test]
 fn two_hundred_clients_race_for_128_worker_ids() {
     let Some(_serial) = REDIS.turn(&SERIAL) else {
