@@ -20,6 +20,8 @@
 # from apt if missing) in $CLOCKFLAKE_PG_DIR/tls: ca.crt (print its path with `ca`),
 # server.crt, server.key. Plain connections are still accepted.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DIR=${CLOCKFLAKE_PG_DIR:-/tmp/clockflake-lease-pg}
 PGBIN=/usr/lib/postgresql/15/bin
@@ -32,20 +34,12 @@ install() {
   if [ -x "$PGBIN/pg_ctl" ] && [ -x "$PGBIN/initdb" ] && id postgres >/dev/null 2>&1; then
     return
   fi
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  echo "postgres.sh: installing PostgreSQL 15 from apt" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql-15 >/dev/null
+  apt_install "PostgreSQL 15 from apt" postgresql-15
 }
 
 install_openssl() {
   command -v openssl >/dev/null && return
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  echo "postgres.sh: installing openssl from apt" >&2
-  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq openssl >/dev/null
+  apt_install "openssl from apt" openssl
 }
 
 # A CA and a server certificate signed by it, for localhost, in $DIR/tls; ssl=on in the cluster.
@@ -66,10 +60,6 @@ enable_tls() {
   if [ "$(id -u)" = 0 ]; then chown -R postgres: "$tls"; fi
   printf "ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\n" \
     "$tls/server.crt" "$tls/server.key" >>"$DIR/data/postgresql.conf"
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
 server_start() {

@@ -20,6 +20,8 @@
 # redis-server whose pid is in $CLOCKFLAKE_REDIS_DIR/pid. Idempotent: `start` on a running
 # server prints its URL, `stop` on a stopped one does nothing.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DIR=${CLOCKFLAKE_REDIS_DIR:-/tmp/clockflake-redis}
 PASSWORD=clockflake-redis-test
@@ -28,25 +30,7 @@ install() {
   if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
     return
   fi
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  echo "redis.sh: installing Debian's redis-server package" >&2
-  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends redis-server redis-tools >/dev/null
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-# Alive, not a zombie: a killed daemon's parent here may be slow to reap it.
-alive() {
-  [ -r "/proc/$1/stat" ] && ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null
-}
-
-is_running() {
-  [ -f "$DIR/pid" ] && alive "$(cat "$DIR/pid")"
+  apt_install "Debian's redis-server package" --no-install-recommends redis-server redis-tools
 }
 
 # A CA and a server certificate for 127.0.0.1 and localhost, valid for a day.
@@ -94,7 +78,7 @@ url() {
 case "${1:-}" in
   start)
     install
-    if is_running; then
+    if pid_running; then
       url
       exit 0
     fi
@@ -114,27 +98,11 @@ case "${1:-}" in
       echo "rediss://:$PASSWORD@127.0.0.1:$(cat "$DIR/tls-port")/0?cacert=$DIR/tls/ca.crt"
     fi
     ;;
-  halt)
-    if is_running; then
-      kill -9 "$(cat "$DIR/pid")"
-      while alive "$(cat "$DIR/pid")"; do sleep 0.02; done
-    fi
-    ;;
   resume)
     server_start
     ;;
-  freeze)
-    kill -STOP "$(cat "$DIR/pid")"
-    ;;
-  thaw)
-    kill -CONT "$(cat "$DIR/pid")"
-    ;;
-  stop)
-    if is_running; then
-      kill -CONT "$(cat "$DIR/pid")" 2>/dev/null || true
-      kill -9 "$(cat "$DIR/pid")" 2>/dev/null || true
-    fi
-    rm -rf "$DIR"
+  halt | freeze | thaw | stop)
+    server_command "$1"
     ;;
   *)
     echo "usage: $0 start|url|url-tls|halt|resume|freeze|thaw|stop" >&2

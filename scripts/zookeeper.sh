@@ -15,6 +15,8 @@
 # is a plain java process whose pid is kept in $CLOCKFLAKE_ZK_DIR/pid. Idempotent: `start` on
 # a running server prints its URL, `stop` on a stopped one does nothing.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DIR=${CLOCKFLAKE_ZK_DIR:-/tmp/clockflake-zookeeper}
 JAR=/usr/share/java/zookeeper.jar
@@ -24,20 +26,7 @@ install() {
     && dpkg-query -W -f='${Status}' zookeeper 2>/dev/null | grep -q 'ok installed'; then
     return
   fi
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  echo "zookeeper.sh: installing Debian's zookeeper package" >&2
-  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends zookeeper >/dev/null
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-is_running() {
-  [ -f "$DIR/pid" ] && kill -0 "$(cat "$DIR/pid")" 2>/dev/null
+  apt_install "Debian's zookeeper package" --no-install-recommends zookeeper
 }
 
 answers() {
@@ -86,7 +75,7 @@ LOG
     if answers; then
       return
     fi
-    if ! is_running; then
+    if ! pid_running; then
       echo "zookeeper.sh: the server exited; its log:" >&2
       tail -n 30 "$DIR/server.log" "$DIR/stdout.log" >&2 || true
       exit 1
@@ -97,20 +86,10 @@ LOG
   exit 1
 }
 
-server_kill() {
-  if is_running; then
-    local pid
-    pid=$(cat "$DIR/pid")
-    kill -9 "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  fi
-  rm -f "$DIR/pid"
-}
-
 case "${1:-}" in
   start)
     install
-    if is_running && answers; then
+    if pid_running && answers; then
       url
       exit 0
     fi
@@ -128,18 +107,8 @@ case "${1:-}" in
     [ -f "$DIR/port" ] || { echo "zookeeper.sh: not started" >&2; exit 1; }
     url
     ;;
-  halt)
-    server_kill
-    ;;
-  freeze)
-    kill -STOP "$(cat "$DIR/pid")"
-    ;;
-  thaw)
-    kill -CONT "$(cat "$DIR/pid")"
-    ;;
-  stop)
-    server_kill
-    rm -rf "$DIR"
+  halt | freeze | thaw | stop)
+    server_command "$1"
     ;;
   *)
     echo "usage: $0 start|url|halt|freeze|thaw|stop" >&2

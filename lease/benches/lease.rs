@@ -55,13 +55,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let run = format!("bench-{}-{}", std::process::id(), wall_ms());
     let dir: PathBuf = std::env::temp_dir().join(format!("clockflake-lease-{run}"));
-    let dir_uri = |scheme: &str, sub: &str, app: &str| {
-        format!("{scheme}://{}/{sub}?app={app}", dir.display())
-    };
     // k8s:// reads the pod's ordinal, env:// the hand-assigned worker id, from the environment.
     std::env::set_var("CLOCKFLAKE_POD_INDEX", "1");
     std::env::set_var("CLOCKFLAKE_WORKER_ID", "2");
     std::fs::create_dir_all(&dir)?;
+    // file://, k8s:// and env:// keep their state in a directory of their own per use (k8s://
+    // and env:// have but one worker id each).
+    let local = |scheme: &str| {
+        let uri =
+            |used_for: &str| format!("{scheme}://{}/{scheme}-{used_for}?app=a", dir.display());
+        Some((uri("start"), uri("per-id")))
+    };
     let server = |variable: &str, make: &dyn Fn(&str, &str) -> String| {
         std::env::var(variable)
             .ok()
@@ -70,24 +74,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let coordinators = [
         Coordinator {
             name: "file://",
-            uris: Some((
-                dir_uri("file", "file", "start"),
-                dir_uri("file", "file", "per-id"),
-            )),
+            uris: local("file"),
         },
         Coordinator {
             name: "k8s://",
-            uris: Some((
-                dir_uri("k8s", "k8s-start", "a"),
-                dir_uri("k8s", "k8s-per-id", "a"),
-            )),
+            uris: local("k8s"),
         },
         Coordinator {
             name: "env://",
-            uris: Some((
-                dir_uri("env", "env-start", "a"),
-                dir_uri("env", "env-per-id", "a"),
-            )),
+            uris: local("env"),
         },
         Coordinator {
             name: "postgres://",

@@ -40,30 +40,41 @@ fn run(command: &mut Command) -> (Vec<u64>, Option<String>) {
     (text_ids(&stdout), refusal)
 }
 
+/// Runs a pod that asks for one id and must be refused: no id, and the refusal line.
+fn refused(uri: &str, env: &[(&str, &str)]) -> String {
+    let (ids, refusal) = run(&mut pod(uri, env, &["--count", "1"]));
+    assert!(ids.is_empty(), "{ids:?}");
+    refusal.unwrap()
+}
+
+/// Runs a pod to its end, which must not be refused: its ids, every one under `worker`.
+fn ids_of_worker(worker: u64, uri: &str, env: &[(&str, &str)], extra: &[&str]) -> Vec<u64> {
+    let (ids, refusal) = run(&mut pod(uri, env, extra));
+    assert_eq!(refusal, None);
+    assert!(ids
+        .iter()
+        .all(|id| Layout::CLOCKSEQ.decode(*id).unwrap().worker_id == worker));
+    ids
+}
+
 #[test]
 fn a_statefulset_pod_takes_its_ordinal_and_continues_above_its_marks_after_a_restart() {
     let dir = temp_dir("k8s");
     let uri = format!("k8s://{}?app=orders", dir.display());
-    let (first, refusal) = run(&mut pod(
+    let first = ids_of_worker(
+        3,
         &uri,
         &[("CLOCKFLAKE_POD_INDEX", "3")],
         &["--count", "2000"],
-    ));
-    assert_eq!(refusal, None);
+    );
     assert_eq!(first.len(), 2000);
-    assert!(first
-        .iter()
-        .all(|id| Layout::CLOCKSEQ.decode(*id).unwrap().worker_id == 3));
     // The pod comes back with its volume, its clock an hour behind: nothing repeats.
-    let (again, refusal) = run(&mut pod(
+    let again = ids_of_worker(
+        3,
         &uri,
         &[("HOSTNAME", "ids-3")],
         &["--count", "2000", "--offset-ms", "-3600000"],
-    ));
-    assert_eq!(refusal, None);
-    assert!(again
-        .iter()
-        .all(|id| Layout::CLOCKSEQ.decode(*id).unwrap().worker_id == 3));
+    );
     assert_unique(
         "before and after the restart",
         first.iter().chain(&again).copied(),
@@ -92,15 +103,9 @@ fn two_processes_given_the_same_ordinal_on_one_volume_are_refused() {
     )
     .unwrap();
     assert_eq!(line.trim(), "worker 1");
-    let (ids, refusal) = run(&mut pod(
-        &uri,
-        &[("CLOCKFLAKE_POD_INDEX", "1")],
-        &["--count", "1"],
-    ));
+    let refusal = refused(&uri, &[("CLOCKFLAKE_POD_INDEX", "1")]);
     holder.kill().unwrap();
     holder.wait().unwrap();
-    assert!(ids.is_empty());
-    let refusal = refusal.unwrap();
     assert!(
         refusal.starts_with("error COORDINATOR_UNAVAILABLE"),
         "{refusal}"
@@ -113,25 +118,18 @@ fn two_processes_given_the_same_ordinal_on_one_volume_are_refused() {
 fn a_deployment_pod_and_an_ordinal_beyond_the_layout_are_refused() {
     let dir = temp_dir("k8s-refused");
     let uri = format!("k8s://{}?app=orders", dir.display());
-    let (ids, refusal) = run(&mut pod(
-        &uri,
-        &[("HOSTNAME", "web-7d9f8b6c4-x2kq9")],
-        &["--count", "1"],
-    ));
-    assert!(ids.is_empty());
-    let refusal = refusal.unwrap();
+    let refusal = refused(&uri, &[("HOSTNAME", "web-7d9f8b6c4-x2kq9")]);
     assert!(
         refusal.starts_with("error COORDINATOR_UNAVAILABLE"),
         "{refusal}"
     );
     assert!(refusal.contains("no pod ordinal"), "{refusal}");
     // clockseq has 128 worker ids: ordinal 200 does not fit.
-    let (_, refusal) = run(&mut pod(
-        &uri,
-        &[("HOSTNAME", "ids-200")],
-        &["--count", "1"],
-    ));
-    assert!(refusal.unwrap().starts_with("error WORKER_ID_OUT_OF_RANGE"));
+    let refusal = refused(&uri, &[("HOSTNAME", "ids-200")]);
+    assert!(
+        refusal.starts_with("error WORKER_ID_OUT_OF_RANGE"),
+        "{refusal}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -139,26 +137,18 @@ fn a_deployment_pod_and_an_ordinal_beyond_the_layout_are_refused() {
 fn env_takes_the_hand_assigned_worker_id() {
     let dir = temp_dir("env");
     let uri = format!("env://{}?app=orders", dir.display());
-    let (ids, refusal) = run(&mut pod(
+    ids_of_worker(
+        42,
         &uri,
         &[("CLOCKFLAKE_WORKER_ID", "42")],
         &["--count", "100"],
-    ));
-    assert_eq!(refusal, None);
-    assert!(ids
-        .iter()
-        .all(|id| Layout::CLOCKSEQ.decode(*id).unwrap().worker_id == 42));
-    let (_, refusal) = run(&mut pod(&uri, &[], &["--count", "1"]));
-    let refusal = refusal.unwrap();
+    );
+    let refusal = refused(&uri, &[]);
     assert!(
         refusal.contains("CLOCKFLAKE_WORKER_ID is not set"),
         "{refusal}"
     );
-    let (_, refusal) = run(&mut pod(
-        &uri,
-        &[("CLOCKFLAKE_WORKER_ID", "-1")],
-        &["--count", "1"],
-    ));
-    assert!(refusal.unwrap().contains("must be a worker id"));
+    let refusal = refused(&uri, &[("CLOCKFLAKE_WORKER_ID", "-1")]);
+    assert!(refusal.contains("must be a worker id"), "{refusal}");
     let _ = std::fs::remove_dir_all(dir);
 }

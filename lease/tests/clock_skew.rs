@@ -7,22 +7,14 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use clockflake_lease::{open, wall_ms, LeaseOptions};
 use common::*;
 
-fn offset_clock(offset_ms: i64) -> LeaseOptions {
-    LeaseOptions {
-        clock: Some(Arc::new(move || wall_ms().saturating_add_signed(offset_ms))),
-        ..LeaseOptions::default()
-    }
-}
-
 /// On the coordinator `uri` names (with one worker id, so a later open proves it free):
 /// ±10 s refused with `CLOCK_SKEW` naming both clocks, the worker id given back each time;
-/// 1 s opens and reports about 1000 ms; `max_skew=off` opens 10 s ahead, measuring nothing.
-fn the_clock_check(uri: &str, off_uri: &str) {
+/// 1 s opens and reports about 1000 ms; with `&max_skew=off` added to `uri`, 10 s ahead
+/// opens, measuring nothing.
+fn the_clock_check(uri: &str) {
     for (offset_ms, direction) in [(10_000, "ahead"), (-10_000, "behind")] {
         let started_ms = wall_ms();
         let error = open(uri, single_worker(), offset_clock(offset_ms)).unwrap_err();
@@ -73,7 +65,8 @@ fn the_clock_check(uri: &str, off_uri: &str) {
     assert!(skew.abs() <= 300, "the same clock measured {skew} ms apart");
     gen.close().unwrap();
 
-    let gen = open(off_uri, single_worker(), offset_clock(10_000)).unwrap();
+    let off_uri = format!("{uri}&max_skew=off");
+    let gen = open(&off_uri, single_worker(), offset_clock(10_000)).unwrap();
     assert_eq!(
         gen.stats().measured_skew_ms,
         None,
@@ -85,28 +78,15 @@ fn the_clock_check(uri: &str, off_uri: &str) {
 
 #[test]
 fn postgres_refuses_a_clock_10s_off_and_reports_the_skew() {
-    let base = format!("{}?app={}&ttl=2s", pg_url(), app("skew"));
-    the_clock_check(&base, &format!("{base}&max_skew=off"));
+    let app = app("skew");
+    the_clock_check(&format!("{}?app={app}&ttl=2s", PG.url()));
     // Refused, the row was given back untouched: no owner, the empty record of its first grant.
-    let app = base
-        .split("app=")
-        .nth(1)
-        .unwrap()
-        .split('&')
-        .next()
-        .unwrap();
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
-    let refused = format!("{}?app={app}-refused&ttl=2s", pg_url());
-    let error = open(&refused, single_worker(), offset_clock(-10_000)).unwrap_err();
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
+    let refused = format!("{app}-refused");
+    let uri = format!("{}?app={refused}&ttl=2s", PG.url());
+    let error = open(&uri, single_worker(), offset_clock(-10_000)).unwrap_err();
     assert_eq!(error.code(), "CLOCK_SKEW", "{error}");
-    let row = client
-        .query_one(
-            "SELECT owner, high_water_ms FROM clockflake_leases WHERE app = $1",
-            &[&format!("{app}-refused")],
-        )
-        .unwrap();
-    assert_eq!(row.get::<_, Option<String>>(0), None, "given back");
-    let marks: Option<Vec<Option<i64>>> = row.get(1);
+    let marks = pg_given_back_marks(&mut client, &refused);
     assert!(
         marks.unwrap().iter().all(Option::is_none),
         "no mark written"
@@ -115,7 +95,7 @@ fn postgres_refuses_a_clock_10s_off_and_reports_the_skew() {
 
 #[test]
 fn a_tighter_max_skew_is_honoured() {
-    let uri = format!("{}?app={}&ttl=2s&max_skew=500ms", pg_url(), app("tight"));
+    let uri = format!("{}?app={}&ttl=2s&max_skew=500ms", PG.url(), app("tight"));
     let error = open(&uri, single_worker(), offset_clock(2000)).unwrap_err();
     assert_eq!(error.code(), "CLOCK_SKEW", "{error}");
     assert!(error.to_string().contains("max_skew=500ms"), "{error}");
@@ -123,18 +103,20 @@ fn a_tighter_max_skew_is_honoured() {
 
 #[test]
 fn zookeeper_refuses_a_clock_10s_off_and_reports_the_skew() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
-    let base = format!("{}/snowflake/{}?ttl=2s&server=skew", zk_url(), app("skew"));
-    the_clock_check(&base, &format!("{base}&max_skew=off"));
+    the_clock_check(&format!(
+        "{}/snowflake/{}?ttl=2s&server=skew",
+        ZK.url(),
+        app("skew")
+    ));
 }
 
 #[test]
 fn redis_refuses_a_clock_10s_off_and_reports_the_skew() {
-    if !redis_available() {
+    if !REDIS.available() {
         return;
     }
-    let base = format!("{}?app={}&ttl=2s", redis_url(), app("skew"));
-    the_clock_check(&base, &format!("{base}&max_skew=off"));
+    the_clock_check(&format!("{}?app={}&ttl=2s", REDIS.url(), app("skew")));
 }

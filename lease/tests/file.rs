@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clockflake::{Error, Layout};
-use clockflake_lease::{open, wall_ms, Coordinator, FileCoordinator, LeaseOptions};
+use clockflake_lease::{
+    open, wall_ms, Coordinator, FileCoordinator, LeaseOptions, LeasedGenerator,
+};
 use common::*;
 
 fn uri(dir: &Path, app: &str) -> String {
@@ -72,33 +74,13 @@ fn layouts_with_more_than_65536_worker_ids_are_refused() {
 fn sixteen_processes_times_100_000_ids_are_all_unique() {
     let dir = temp_dir("sixteen");
     let uri = uri(&dir, "many");
-    let children: Vec<_> = (0..16)
-        .map(|_| {
-            probe(&["--uri", &uri, "--count", "100000", "--binary"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
     let mut all = Vec::new();
     let mut workers = Vec::new();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
-        assert!(output.status.success(), "probe failed: {stderr}");
-        let worker: u64 = stderr
-            .lines()
-            .find_map(|l| l.strip_prefix("worker "))
-            .unwrap()
-            .parse()
-            .unwrap();
+    for (worker, ids) in
+        binary_probes_at_once(16, &["--uri", &uri, "--count", "100000", "--binary"])
+    {
         workers.push(worker);
-        let ids = binary_ids(&output.stdout);
         assert_eq!(ids.len(), 100_000);
-        for id in &ids {
-            assert_eq!(Layout::CLOCKSEQ.decode(*id).unwrap().worker_id, worker);
-        }
         all.extend(ids);
     }
     workers.sort_unstable();
@@ -207,9 +189,7 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
 fn a_corrupt_state_file_is_refused_never_reset() {
     let dir = temp_dir("corrupt");
     let uri = uri(&dir, "c");
-    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(&uri, Layout::CLOCKSEQ, LeaseOptions::default());
     let path = dir.join("c").join("worker-0.state");
     let good = fs::read(&path).unwrap();
     for bad in [
@@ -279,21 +259,29 @@ fn ids_in_a_new_clock_sequence_are_persisted_before_they_are_returned() {
     let _ = fs::remove_dir_all(dir);
 }
 
+/// Runs `work` on four threads at once, each with the one generator and its thread's number:
+/// every id they returned.
+fn from_four_threads(
+    gen: LeasedGenerator,
+    work: fn(&LeasedGenerator, usize) -> Vec<u64>,
+) -> impl Iterator<Item = u64> {
+    let gen = Arc::new(gen);
+    let threads: Vec<_> = (0..4)
+        .map(|thread| {
+            let gen = Arc::clone(&gen);
+            std::thread::spawn(move || work(&gen, thread))
+        })
+        .collect();
+    threads.into_iter().flat_map(|t| t.join().unwrap())
+}
+
 #[test]
 fn one_leased_generator_shared_by_four_threads_repeats_nothing() {
     let dir = temp_dir("threads");
-    let gen = Arc::new(open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
-    let threads: Vec<_> = (0..4)
-        .map(|_| {
-            let gen = Arc::clone(&gen);
-            std::thread::spawn(move || {
-                (0..100_000)
-                    .map(|_| gen.next_id().unwrap())
-                    .collect::<Vec<_>>()
-            })
-        })
-        .collect();
-    let ids = threads.into_iter().flat_map(|t| t.join().unwrap());
+    let gen = open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let ids = from_four_threads(gen, |gen, _| {
+        (0..100_000).map(|_| gen.next_id().unwrap()).collect()
+    });
     assert_eq!(assert_unique("4 threads", ids), 400_000);
     let _ = fs::remove_dir_all(dir);
 }
@@ -332,11 +320,7 @@ fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
         Layout::TWITTER.epoch_ms(),
     )
     .unwrap();
-    let ahead = |ms: u64| LeaseOptions {
-        clock: Some(Arc::new(move || wall_ms() + ms)),
-        ..LeaseOptions::default()
-    };
-    let first = open(&uri, layout, ahead(500)).unwrap();
+    let first = open(&uri, layout, offset_clock(500)).unwrap();
     let ids = paced(100, || first.next_id().unwrap());
     first.close().unwrap();
     let mark = FileCoordinator::new(&dir, "w")
@@ -360,7 +344,7 @@ fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
     second.close().unwrap();
 
     // A mark an hour ahead is beyond max_handover_wait: refused at once, not waited on.
-    let far = open(&uri, layout, ahead(3_600_000)).unwrap();
+    let far = open(&uri, layout, offset_clock(3_600_000)).unwrap();
     far.next_id().unwrap();
     far.close().unwrap();
     let behind = open(&uri, layout, LeaseOptions::default()).unwrap();
@@ -445,23 +429,17 @@ fn blocks_and_single_ids_never_repeat_and_stay_inside_the_reservation() {
 #[test]
 fn blocks_and_single_ids_from_four_threads_never_repeat() {
     let dir = temp_dir("block-threads");
-    let gen = Arc::new(open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
-    let threads: Vec<_> = (0..4)
-        .map(|t| {
-            let gen = Arc::clone(&gen);
-            std::thread::spawn(move || {
-                let mut ids = Vec::new();
-                while ids.len() < 100_000 {
-                    if t % 2 == 0 {
-                        ids.extend(gen.next_block(1 + ids.len() as u64 % 300).unwrap());
-                    }
-                    ids.push(gen.next_id().unwrap());
-                }
-                ids
-            })
-        })
-        .collect();
-    let ids = threads.into_iter().flat_map(|t| t.join().unwrap());
+    let gen = open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let ids = from_four_threads(gen, |gen, thread| {
+        let mut ids = Vec::new();
+        while ids.len() < 100_000 {
+            if thread % 2 == 0 {
+                ids.extend(gen.next_block(1 + ids.len() as u64 % 300).unwrap());
+            }
+            ids.push(gen.next_id().unwrap());
+        }
+        ids
+    });
     assert!(assert_unique("4 threads, blocks and ids", ids) >= 400_000);
     let _ = fs::remove_dir_all(dir);
 }
@@ -471,12 +449,7 @@ fn a_blocks_window_is_on_the_system_clock_whatever_the_generators_time() {
     // An injected clock 5 s behind the system's: the block's tick is on the generator's time,
     // its window moved onto the system's wall clock, which is what a binding serving it reads.
     let dir = temp_dir("offset");
-    let clock: Arc<dyn clockflake::Clock + Send + Sync> = Arc::new(Behind(5000));
-    let options = LeaseOptions {
-        clock: Some(clock),
-        ..LeaseOptions::default()
-    };
-    let gen = open(&uri(&dir, "o"), Layout::CLOCKSEQ, options).unwrap();
+    let gen = open(&uri(&dir, "o"), Layout::CLOCKSEQ, offset_clock(-5000)).unwrap();
     let block = (0..100)
         .map(|_| gen.next_block(64).unwrap())
         .find(|block| block.len() > 1)
@@ -498,14 +471,6 @@ fn a_blocks_window_is_on_the_system_clock_whatever_the_generators_time() {
     );
     assert!(block.servable_at(tick + shift as u64) && !block.servable_at(tick));
     let _ = fs::remove_dir_all(dir);
-}
-
-struct Behind(u64);
-
-impl clockflake::Clock for Behind {
-    fn now_ms(&self) -> u64 {
-        wall_ms() - self.0
-    }
 }
 
 #[test]

@@ -21,6 +21,19 @@ fn mode(path: &Path) -> u32 {
     fs::symlink_metadata(path).unwrap().mode() & 0o7777
 }
 
+/// Opens `uri` (the pool `dir`, namespace `app`), takes an id and closes: the modes of DIR,
+/// DIR/APP, and worker 0's lock and state files.
+fn pool_modes_after_one_id(uri: &str, dir: &Path, app: &str) -> [u32; 4] {
+    one_id_and_close(uri, Layout::CLOCKSEQ, LeaseOptions::default());
+    let app_dir = dir.join(app);
+    [
+        mode(dir),
+        mode(&app_dir),
+        mode(&app_dir.join("worker-0.lock")),
+        mode(&app_dir.join("worker-0.state")),
+    ]
+}
+
 fn chmod(path: &Path, mode: u32) {
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
 }
@@ -156,13 +169,10 @@ fn a_lock_file_removed_while_held_never_gives_its_worker_id_to_two_live_holders(
 fn new_pool_directories_are_private_and_files_owner_only() {
     let base = temp_dir("private");
     let dir = base.join("ids");
-    let gen = open(&uri(&dir, "a"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
-    assert_eq!(mode(&dir), 0o700, "DIR");
-    assert_eq!(mode(&dir.join("a")), 0o700, "DIR/APP");
-    assert_eq!(mode(&dir.join("a").join("worker-0.lock")), 0o600);
-    assert_eq!(mode(&dir.join("a").join("worker-0.state")), 0o600);
+    assert_eq!(
+        pool_modes_after_one_id(&uri(&dir, "a"), &dir, "a"),
+        [0o700, 0o700, 0o600, 0o600]
+    );
     let _ = fs::remove_dir_all(base);
 }
 
@@ -171,13 +181,10 @@ fn mode_group_shares_the_pool_with_the_group() {
     let base = temp_dir("group");
     let dir = base.join("ids");
     let shared = format!("{}&mode=group", uri(&dir, "g"));
-    let gen = open(&shared, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
-    assert_eq!(mode(&dir), 0o770, "DIR");
-    assert_eq!(mode(&dir.join("g")), 0o770, "DIR/APP");
-    assert_eq!(mode(&dir.join("g").join("worker-0.lock")), 0o660);
-    assert_eq!(mode(&dir.join("g").join("worker-0.state")), 0o660);
+    assert_eq!(
+        pool_modes_after_one_id(&shared, &dir, "g"),
+        [0o770, 0o770, 0o660, 0o660]
+    );
     // A group-writable pool is accepted with mode=group only.
     let error = open_error(&uri(&dir, "g"));
     assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");

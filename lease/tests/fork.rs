@@ -7,7 +7,6 @@ mod common;
 
 use std::io::Read;
 use std::os::fd::FromRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clockflake::Layout;
@@ -44,16 +43,9 @@ fn a_child_forked_from_c_refuses_while_the_parent_keeps_generating() {
     let dir = temp_dir("fork-c");
     let uri = format!("file://{}?app=fork", dir.display());
     let gen = Arc::new(open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
-    let running = Arc::new(AtomicBool::new(true));
     let parent = {
-        let (gen, running) = (Arc::clone(&gen), Arc::clone(&running));
-        std::thread::spawn(move || {
-            let mut ids = Vec::new();
-            while running.load(Ordering::Relaxed) {
-                ids.push(gen.next_id().unwrap());
-            }
-            ids
-        })
+        let gen = Arc::clone(&gen);
+        Repeating::start(move || gen.next_id().unwrap())
     };
     std::thread::sleep(std::time::Duration::from_millis(50));
     for _round in 0..5 {
@@ -85,8 +77,7 @@ fn a_child_forked_from_c_refuses_while_the_parent_keeps_generating() {
             "the child must issue no id under the parent's lease"
         );
     }
-    running.store(false, Ordering::Relaxed);
-    let ids = parent.join().unwrap();
+    let ids = parent.stop();
     assert!(ids.len() > 1000, "the parent went on: {} ids", ids.len());
     assert!(
         gen.is_active(),

@@ -4,30 +4,28 @@
 mod common;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
 
 use clockflake::Layout;
-use clockflake_lease::{open, wall_ms, LeaseOptions};
+use clockflake_lease::{open, LeaseOptions};
 use common::*;
 
 /// The timing tests run one at a time, so that they do not slow each other down.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn uri(app: &str, ttl: &str) -> String {
-    format!("{}?app={app}&ttl={ttl}", pg_url())
+    format!("{}?app={app}&ttl={ttl}", PG.url())
 }
 
-/// Opens until granted (a lease that has to expire first), for at most `patience`.
 #[test]
 fn two_hundred_clients_race_for_128_worker_ids() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = turn(&SERIAL);
     common::two_hundred_clients_race_for_128_worker_ids(&uri(&app("race"), "30s"));
 }
 
 /// A holder stopped with SIGSTOP for `factor` x the TTL (2 s) while a rival tries to take its id.
 fn paused_holder(factor: f64) {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = turn(&SERIAL);
     common::paused_holder(&uri(&app("pause"), "2s"), 2000, factor, 700);
 }
 
@@ -48,51 +46,19 @@ fn a_holder_paused_for_twice_the_ttl_issues_nothing_after_its_deadline() {
 
 #[test]
 fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    // Released cleanly: the next holder is granted at once.
+    let _serial = turn(&SERIAL);
     let uri = uri(&app("ahead"), "1s");
-    let second = handover_from_2s_ahead_repeats_nothing(&uri, "released handover");
-    second.close().unwrap();
-
-    // Killed: the lease expires on the server's clock and the rival resumes from the marks.
-    let layout = single_worker();
-    let uri = uri.replace("app=ahead", "app=ahead-killed");
-    let holder = Watched::spawn(probe(&[
-        "--uri",
-        &uri,
-        "--single-worker",
-        "--offset-ms",
-        "2000",
-        "--every-ms",
-        "1",
-    ]));
-    holder.wait_for_ids(300);
-    let lines = {
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_millis(300) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        holder.finish() // SIGKILL: no release
-    };
-    let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
-    let killed_ids = text_ids(&text);
-    let (rival, _) = open_when_free(&uri, layout, Duration::from_secs(5));
-    let rival_ids = paced(2500, || rival.next_id().unwrap());
-    let cs = |id: u64| layout.decode(id).unwrap().clock_seq;
-    assert_ne!(cs(rival_ids[0]), cs(killed_ids[0]));
-    assert_unique(
-        "killed handover",
-        killed_ids.iter().chain(&rival_ids).copied(),
-    );
+    let killed_uri = uri.replace("app=ahead", "app=ahead-killed");
+    handover_from_2s_ahead_released_and_killed(&uri, &killed_uri);
 }
 
 #[test]
 fn the_table_holds_one_row_per_worker_id_with_its_marks() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = turn(&SERIAL);
     let app = app("rows");
     let gen = open(&uri(&app, "2s"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let id = gen.next_id().unwrap();
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     let rows = client
         .query(
             "SELECT worker_id, owner, epoch, expires_at > now() AS live, high_water_ms \
@@ -124,14 +90,12 @@ fn the_table_holds_one_row_per_worker_id_with_its_marks() {
 
 #[test]
 fn a_corrupt_row_is_refused_and_left_as_it_is() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = turn(&SERIAL);
     let app = app("corrupt");
     let uri = uri(&app, "2s");
     let layout = single_worker();
-    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    one_id_and_close(&uri, layout, LeaseOptions::default());
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     client
         .execute(
             "UPDATE clockflake_leases SET high_water_ms = '{1,2,3}' WHERE app = $1",
@@ -144,16 +108,9 @@ fn a_corrupt_row_is_refused_and_left_as_it_is() {
         error.to_string().contains("expected 16 entries, found 3"),
         "{error}"
     );
-    let row = client
-        .query_one(
-            "SELECT owner, high_water_ms FROM clockflake_leases WHERE app = $1",
-            &[&app],
-        )
-        .unwrap();
-    assert_eq!(row.get::<_, Option<String>>("owner"), None, "given back");
     assert_eq!(
-        row.get::<_, Vec<Option<i64>>>("high_water_ms"),
-        vec![Some(1), Some(2), Some(3)],
+        pg_given_back_marks(&mut client, &app),
+        Some(vec![Some(1), Some(2), Some(3)]),
         "not reset"
     );
     // Another layout's record is refused too.
@@ -170,42 +127,24 @@ fn a_corrupt_row_is_refused_and_left_as_it_is() {
 
 #[test]
 fn eight_processes_times_100_000_ids_are_all_unique() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = turn(&SERIAL);
     let uri = uri(&app("eight"), "2s");
-    let children: Vec<_> = (0..8)
-        .map(|_| {
-            // Holding the lease a while after the last id makes the eight overlap (usually
-            // eight worker ids), but a child that is done may hand its worker id on: the
-            // promise is uniqueness, not eight distinct worker ids.
-            probe(&[
-                "--uri",
-                &uri,
-                "--count",
-                "100000",
-                "--binary",
-                "--hold-ms",
-                "500",
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-        })
-        .collect();
+    // Holding the lease a while after the last id makes the eight overlap (usually eight
+    // worker ids), but a child that is done may hand its worker id on: the promise is
+    // uniqueness, not eight distinct worker ids.
+    let args = [
+        "--uri",
+        &uri,
+        "--count",
+        "100000",
+        "--binary",
+        "--hold-ms",
+        "500",
+    ];
     let mut all = Vec::new();
     let mut workers = HashSet::new();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
-        assert!(output.status.success(), "{stderr}");
-        let ids = binary_ids(&output.stdout);
+    for (worker, ids) in binary_probes_at_once(8, &args) {
         assert_eq!(ids.len(), 100_000);
-        let worker = Layout::CLOCKSEQ.decode(ids[0]).unwrap().worker_id;
-        assert!(
-            ids.iter()
-                .all(|id| Layout::CLOCKSEQ.decode(*id).unwrap().worker_id == worker),
-            "one process, one worker id"
-        );
         workers.insert(worker);
         all.extend(ids);
     }
@@ -213,25 +152,9 @@ fn eight_processes_times_100_000_ids_are_all_unique() {
     assert_eq!(assert_unique("8 x 100,000", all), 800_000);
 }
 
-/// A wall clock `.0` ms behind the system's.
-struct Behind(u64);
-
-impl clockflake::Clock for Behind {
-    fn now_ms(&self) -> u64 {
-        wall_ms() - self.0
-    }
-}
-
-fn behind(ms: u64) -> LeaseOptions {
-    LeaseOptions {
-        clock: Some(Arc::new(Behind(ms))),
-        ..LeaseOptions::default()
-    }
-}
-
 #[test]
 fn a_row_that_lost_its_marks_is_refused_never_read_as_unused() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = turn(&SERIAL);
     let app = app("lost-marks");
     let uri = uri(&app, "2s");
     let layout = single_worker();
@@ -239,7 +162,7 @@ fn a_row_that_lost_its_marks_is_refused_never_read_as_unused() {
     let issued = paced(50, || gen.next_id().unwrap());
     gen.close().unwrap();
     // A careless migration (or a restored row) resets the record to NULL.
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     client
         .execute(
             "UPDATE clockflake_leases SET layout_fingerprint = NULL, clock_seq = NULL, \
@@ -248,18 +171,11 @@ fn a_row_that_lost_its_marks_is_refused_never_read_as_unused() {
         )
         .unwrap();
     // Read as "never used", a holder whose clock is a minute behind would repeat those ids.
-    let error = open(&uri, layout, behind(60_000)).unwrap_err();
+    let error = open(&uri, layout, offset_clock(-60_000)).unwrap_err();
     assert_eq!(error.code(), "INVALID_STATE", "{error}");
     assert!(error.to_string().contains("lost"), "{error}");
-    let row = client
-        .query_one(
-            "SELECT owner, high_water_ms FROM clockflake_leases WHERE app = $1",
-            &[&app],
-        )
-        .unwrap();
-    assert_eq!(row.get::<_, Option<String>>("owner"), None, "given back");
     assert_eq!(
-        row.get::<_, Option<Vec<Option<i64>>>>("high_water_ms"),
+        pg_given_back_marks(&mut client, &app),
         None,
         "left as it is"
     );
@@ -268,7 +184,7 @@ fn a_row_that_lost_its_marks_is_refused_never_read_as_unused() {
 
 #[test]
 fn a_fresh_row_is_used_at_once_and_then_carries_a_record() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = turn(&SERIAL);
     let app = app("fresh-row");
     let uri = uri(&app, "2s");
     common::a_grant_refused_before_any_id_leaves_the_worker_id_usable(&uri);
@@ -279,17 +195,15 @@ fn a_fresh_row_is_used_at_once_and_then_carries_a_record() {
 /// behind from repeating the ids issued between the backup and the restore.
 #[test]
 fn the_restore_procedure_keeps_ids_issued_after_the_backup_unique() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = turn(&SERIAL);
     let app = app("restore");
     // The clocks set 5 to 10 s back stand for time passing, not for a skewed host: no clock
     // check (`max_skew=off`).
     let uri = format!("{}&max_skew=off", uri(&app, "2s"));
     let layout = single_worker();
-    let mut client = postgres::Client::connect(&pg_url(), postgres::NoTls).unwrap();
+    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     // Clocks behind the real one stand for the passing time: the backup at T - 10 s...
-    let gen = open(&uri, layout, behind(10_000)).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(&uri, layout, offset_clock(-10_000));
     let backup = client
         .query_one(
             "SELECT layout_fingerprint, clock_seq, high_water_ms, epoch FROM clockflake_leases \
@@ -298,7 +212,7 @@ fn the_restore_procedure_keeps_ids_issued_after_the_backup_unique() {
         )
         .unwrap();
     // ...ids issued after it, at T - 5 s...
-    let gen = open(&uri, layout, behind(5_000)).unwrap();
+    let gen = open(&uri, layout, offset_clock(-5_000)).unwrap();
     let after_backup = paced(300, || gen.next_id().unwrap());
     gen.close().unwrap();
     // ...then the restore brings the old marks back.
@@ -322,7 +236,7 @@ fn the_restore_procedure_keeps_ids_issued_after_the_backup_unique() {
     // A holder whose clock reads inside the window the backup missed repeats nothing (without
     // the procedure it would continue in the restored clock sequence, 150 ms before the last
     // id issued after the backup).
-    let gen = open(&uri, layout, behind(5_150)).unwrap();
+    let gen = open(&uri, layout, offset_clock(-5_150)).unwrap();
     let later = paced(300, || gen.next_id().unwrap());
     gen.close().unwrap();
     assert_unique(

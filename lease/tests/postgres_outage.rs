@@ -4,9 +4,8 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clockflake::Layout;
 use clockflake_lease::{boot_ms, open, LeaseOptions};
@@ -17,19 +16,15 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 #[test]
 fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let uri = format!("{}?app={}&ttl=1s", pg_url(), app("outage"));
+    let _serial = turn(&SERIAL);
+    let uri = format!("{}?app={}&ttl=1s", PG.url(), app("outage"));
     let gen = Arc::new(open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
-    let running = Arc::new(AtomicBool::new(true));
-    let worker = {
-        let (gen, running) = (Arc::clone(&gen), Arc::clone(&running));
-        std::thread::spawn(move || {
-            let mut log = Vec::new();
-            while running.load(Ordering::Relaxed) {
-                log.push((boot_ms(), gen.next_id().map_err(|e| e.code())));
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            log
+    let issuing = {
+        let gen = Arc::clone(&gen);
+        Repeating::start(move || {
+            let call = (boot_ms(), gen.next_id().map_err(|e| e.code()));
+            std::thread::sleep(Duration::from_millis(1));
+            call
         })
     };
     std::thread::sleep(Duration::from_millis(700));
@@ -38,8 +33,7 @@ fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
     let halted = boot_ms();
     std::thread::sleep(Duration::from_millis(3000));
     pg_script("resume");
-    running.store(false, Ordering::Relaxed);
-    let log = worker.join().unwrap();
+    let log = issuing.stop();
 
     let first_error = log.iter().position(|(_, r)| r.is_err()).unwrap();
     let last_ok = log[first_error - 1].0;
@@ -61,31 +55,14 @@ fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
     assert_eq!(gen.next_id().unwrap_err().code(), "LEASE_LOST");
     let before: Vec<u64> = log.iter().filter_map(|(_, r)| r.ok()).collect();
 
-    // A new lease once the server is back: generation resumes, above every id issued.
-    let started = Instant::now();
-    let again = loop {
-        match open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()) {
-            Ok(gen) => break gen,
-            Err(error) => {
-                assert!(started.elapsed() < Duration::from_secs(15), "{error}");
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    };
-    let after = paced(200, || again.next_id().unwrap());
-    assert!(!after.is_empty());
-    assert_unique(
-        "before and after the outage",
-        before.iter().chain(&after).copied(),
-    );
-    again.close().unwrap();
+    a_new_lease_continues_after(&uri, &before, "before and after the outage");
     gen.close().unwrap();
 }
 
 #[test]
 fn no_block_is_granted_once_the_deadline_is_within_the_margin() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let uri = format!("{}?app={}&ttl=1s", pg_url(), app("block-outage"));
+    let _serial = turn(&SERIAL);
+    let uri = format!("{}?app={}&ttl=1s", PG.url(), app("block-outage"));
     let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     // The documented margin (LeasedGenerator::next_block): two ticks + 10 ms.
     let margin = 2 * Layout::CLOCKSEQ.unit_ms() + 10;

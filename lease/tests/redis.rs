@@ -5,11 +5,11 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use clockflake::Layout;
-use clockflake_lease::{open, wall_ms, LeaseOptions};
+use clockflake_lease::{open, LeaseOptions};
 use common::*;
 use redis::Commands;
 
@@ -17,7 +17,7 @@ use redis::Commands;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn uri(app: &str, ttl: &str) -> String {
-    format!("{}?app={app}&ttl={ttl}", redis_url())
+    format!("{}?app={app}&ttl={ttl}", REDIS.url())
 }
 
 fn worker_key(app: &str, worker: u64) -> String {
@@ -28,22 +28,19 @@ fn lease_key(app: &str, worker: u64) -> String {
     format!("clockflake:{{{app}}}:lease:{worker}")
 }
 
-/// Opens until granted (a lease that has to expire first), for at most `patience`.
 #[test]
 fn two_hundred_clients_race_for_128_worker_ids() {
-    if !redis_available() {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    };
     common::two_hundred_clients_race_for_128_worker_ids(&uri(&app("race"), "30s"));
 }
 
 /// A holder stopped with SIGSTOP for `factor` x the TTL (1 s) while a rival tries to take its id.
 fn paused_holder(factor: f64) {
-    if !redis_available() {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    };
     common::paused_holder(&uri(&app("pause"), "1s"), 1000, factor, 500);
 }
 
@@ -64,49 +61,19 @@ fn a_holder_paused_for_twice_the_ttl_issues_nothing_after_its_deadline() {
 
 #[test]
 fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
-    if !redis_available() {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    // Released cleanly: the next holder is granted at once.
+    };
     let uri = uri(&app("ahead"), "1s");
-    let second = handover_from_2s_ahead_repeats_nothing(&uri, "released handover");
-    second.close().unwrap();
-
-    // Killed: the lease expires on the server's clock and the rival resumes from the marks.
-    let layout = single_worker();
-    let uri = uri.replace("app=ahead", "app=ahead-killed");
-    let holder = Watched::spawn(probe(&[
-        "--uri",
-        &uri,
-        "--single-worker",
-        "--offset-ms",
-        "2000",
-        "--every-ms",
-        "1",
-    ]));
-    holder.wait_for_ids(300);
-    std::thread::sleep(Duration::from_millis(300));
-    let lines = holder.finish(); // SIGKILL: no release
-    let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
-    let killed_ids = text_ids(&text);
-    let (rival, _) = open_when_free(&uri, layout, Duration::from_secs(5));
-    let rival_ids = paced(2500, || rival.next_id().unwrap());
-    let cs = |id: u64| layout.decode(id).unwrap().clock_seq;
-    assert_ne!(cs(rival_ids[0]), cs(killed_ids[0]));
-    assert_unique(
-        "killed handover",
-        killed_ids.iter().chain(&rival_ids).copied(),
-    );
-    rival.close().unwrap();
+    let killed_uri = uri.replace("app=ahead", "app=ahead-killed");
+    handover_from_2s_ahead_released_and_killed(&uri, &killed_uri);
 }
 
 #[test]
 fn a_worker_hash_keeps_epoch_and_record_and_the_lease_key_expires() {
-    if !redis_available() {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let app = app("keys");
     let gen = open(&uri(&app, "2s"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let id = gen.next_id().unwrap();
@@ -148,16 +115,13 @@ fn a_worker_hash_keeps_epoch_and_record_and_the_lease_key_expires() {
 
 #[test]
 fn a_corrupt_record_is_refused_and_left_as_it_is() {
-    if !redis_available() {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let app = app("corrupt");
     let uri = uri(&app, "2s");
     let layout = single_worker();
-    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(&uri, layout, LeaseOptions::default());
     let mut redis = redis_connection();
     let key = worker_key(&app, 0);
     let record: String = redis.hget(&key, "state").unwrap();
@@ -178,28 +142,11 @@ fn a_corrupt_record_is_refused_and_left_as_it_is() {
     assert_eq!(error.code(), "INVALID_STATE", "{error}");
 }
 
-/// A wall clock `.0` ms behind the system's.
-struct Behind(u64);
-
-impl clockflake::Clock for Behind {
-    fn now_ms(&self) -> u64 {
-        wall_ms() - self.0
-    }
-}
-
-fn behind(ms: u64) -> LeaseOptions {
-    LeaseOptions {
-        clock: Some(Arc::new(Behind(ms))),
-        ..LeaseOptions::default()
-    }
-}
-
 #[test]
 fn a_record_that_lost_its_marks_is_refused_never_read_as_unused() {
-    if !redis_available() {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let app = app("lost-marks");
     let uri = uri(&app, "2s");
     let layout = single_worker();
@@ -209,7 +156,7 @@ fn a_record_that_lost_its_marks_is_refused_never_read_as_unused() {
     let mut redis = redis_connection();
     let () = redis.hdel(worker_key(&app, 0), "state").unwrap();
     // Read as "never used", a holder whose clock is a minute behind would repeat those ids.
-    let error = open(&uri, layout, behind(60_000)).unwrap_err();
+    let error = open(&uri, layout, offset_clock(-60_000)).unwrap_err();
     assert_eq!(error.code(), "INVALID_STATE", "{error}");
     assert!(error.to_string().contains("lost"), "{error}");
     assert!(
@@ -227,20 +174,19 @@ fn a_record_that_lost_its_marks_is_refused_never_read_as_unused() {
 
 #[test]
 fn a_fresh_worker_id_is_used_at_once_and_then_carries_a_record() {
-    if !redis_available() {
+    let Some(_serial) = REDIS.turn(&SERIAL) else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let uri = uri(&app("fresh"), "2s");
     common::a_grant_refused_before_any_id_leaves_the_worker_id_usable(&uri);
 }
 
 #[test]
 fn no_password_in_messages_and_a_wrong_one_is_refused() {
-    if !redis_available() {
+    if !REDIS.available() {
         return;
     }
-    let url = redis_url();
+    let url = REDIS.url();
     let password = url
         .split_once("://:")
         .and_then(|(_, rest)| rest.split_once('@'))
@@ -273,7 +219,7 @@ fn no_password_in_messages_and_a_wrong_one_is_refused() {
 
 #[test]
 fn rediss_verifies_the_servers_certificate() {
-    if !redis_available() {
+    if !REDIS.available() {
         return;
     }
     let tls = redis_script("url-tls");
@@ -311,7 +257,7 @@ fn rediss_verifies_the_servers_certificate() {
         let after = url.split("127.0.0.1:").nth(1).unwrap();
         format!(":{}/", after.split('/').next().unwrap())
     };
-    let to_plain = tls.replace(&port_of(&tls), &port_of(&redis_url()));
+    let to_plain = tls.replace(&port_of(&tls), &port_of(&REDIS.url()));
     let error = open(
         &format!("{to_plain}&app={app}&ttl=2s"),
         Layout::CLOCKSEQ,

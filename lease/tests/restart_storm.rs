@@ -10,20 +10,16 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clockflake::Layout;
-use clockflake_lease::{open, wall_ms, LeaseOptions};
+use clockflake_lease::{open, wall_ms};
 use common::*;
 
 const HOUR_MS: u64 = 3_600_000;
 
 fn restart_storm(uri: &str, label: &str) {
-    let behind = LeaseOptions {
-        clock: Some(Arc::new(|| wall_ms() - HOUR_MS)),
-        ..LeaseOptions::default()
-    };
+    let behind = offset_clock(-(HOUR_MS as i64));
     let layout = Layout::CLOCKSEQ;
     let mut all = Vec::new();
     let mut startups = Vec::new();
@@ -83,18 +79,18 @@ fn twenty_restarts_an_hour_behind_on_file_start_at_once_and_repeat_nothing() {
 fn twenty_restarts_an_hour_behind_on_postgres_start_at_once_and_repeat_nothing() {
     // A clock an hour behind is what the start-up clock check refuses (max_skew); with it off,
     // the stored marks alone must keep the ids apart.
-    let uri = format!("{}?app={}&ttl=10s&max_skew=off", pg_url(), app("storm"));
+    let uri = format!("{}?app={}&ttl=10s&max_skew=off", PG.url(), app("storm"));
     restart_storm(&uri, "postgres://");
 }
 
 #[test]
 fn twenty_restarts_an_hour_behind_on_zookeeper_start_at_once_and_repeat_nothing() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let uri = format!(
         "{}/snowflake/{}?ttl=2s&server=storm:1&max_skew=off",
-        zk_url(),
+        ZK.url(),
         app("storm")
     );
     restart_storm(&uri, "zookeeper://");
@@ -102,9 +98,9 @@ fn twenty_restarts_an_hour_behind_on_zookeeper_start_at_once_and_repeat_nothing(
 
 #[test]
 fn twenty_restarts_an_hour_behind_on_redis_start_at_once_and_repeat_nothing() {
-    if !redis_available() {
+    if !REDIS.available() {
         return;
     }
-    let uri = format!("{}?app={}&ttl=10s&max_skew=off", redis_url(), app("storm"));
+    let uri = format!("{}?app={}&ttl=10s&max_skew=off", REDIS.url(), app("storm"));
     restart_storm(&uri, "redis://");
 }

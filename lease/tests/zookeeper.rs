@@ -5,7 +5,6 @@
 mod common;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use clockflake::{Error, Field, Layout};
@@ -16,7 +15,7 @@ use common::*;
 
 /// `zookeeper://127.0.0.1:PORT/snowflake/APP?ttl=TTL&server=SERVER`
 fn uri(app: &str, server: &str, ttl: &str) -> String {
-    format!("{}/snowflake/{app}?ttl={ttl}&server={server}", zk_url())
+    format!("{}/snowflake/{app}?ttl={ttl}&server={server}", ZK.url())
 }
 
 fn open_as(app: &str, server: &str) -> Result<LeasedGenerator, LeaseError> {
@@ -25,13 +24,6 @@ fn open_as(app: &str, server: &str) -> Result<LeasedGenerator, LeaseError> {
         Layout::CLOCKSEQ,
         LeaseOptions::default(),
     )
-}
-
-fn offset_clock(offset_ms: i64) -> LeaseOptions {
-    LeaseOptions {
-        clock: Some(Arc::new(move || wall_ms().saturating_add_signed(offset_ms))),
-        ..LeaseOptions::default()
-    }
 }
 
 /// One worker id and no clock-sequence bits: a clock behind the stored marks can only wait.
@@ -44,13 +36,9 @@ fn single_worker_no_clock_seq() -> Layout {
     .unwrap()
 }
 
-fn ids(gen: &LeasedGenerator, n: usize) -> Vec<u64> {
-    (0..n).map(|_| gen.next_id().unwrap()).collect()
-}
-
 #[test]
 fn stable_ids_per_server_identity_and_the_smallest_free_id() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("stable");
@@ -58,8 +46,8 @@ fn stable_ids_per_server_identity_and_the_smallest_free_id() {
     let b = open_as(&app, "10.0.0.2:8080").unwrap();
     let c = open_as(&app, "10.0.0.3:8080").unwrap();
     assert_eq!([a.worker_id(), b.worker_id(), c.worker_id()], [0, 1, 2]);
-    let mut all = ids(&a, 1000);
-    all.extend(ids(&b, 1000));
+    let mut all = next_ids(&a, 1000);
+    all.extend(next_ids(&b, 1000));
     b.close().unwrap();
     // 1 is free but keeps b's persistent node: a new server gets the smallest id no node names.
     let d = open_as(&app, "10.0.0.4:8080").unwrap();
@@ -70,8 +58,8 @@ fn stable_ids_per_server_identity_and_the_smallest_free_id() {
     assert_eq!(a.worker_id(), 0);
     let b = open_as(&app, "10.0.0.2:8080").unwrap();
     assert_eq!(b.worker_id(), 1);
-    all.extend(ids(&a, 1000));
-    all.extend(ids(&b, 1000));
+    all.extend(next_ids(&a, 1000));
+    all.extend(next_ids(&b, 1000));
     assert_unique("restarts", all);
 
     // A process killed with -9 keeps its id too: the restart waits for the old session to expire.
@@ -95,22 +83,14 @@ fn stable_ids_per_server_identity_and_the_smallest_free_id() {
 
 #[test]
 fn one_hundred_twenty_nine_contenders_for_128_ids() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("pool");
-    let barrier = Arc::new(Barrier::new(129));
-    let contenders: Vec<_> = (0..129)
-        .map(|i| {
-            let barrier = Arc::clone(&barrier);
-            let uri = uri(&app, &format!("10.1.0.{i}:7000"), "5s");
-            std::thread::spawn(move || {
-                barrier.wait();
-                open(&uri, Layout::CLOCKSEQ, LeaseOptions::default())
-            })
-        })
+    let contenders = (0..129)
+        .map(|i| uri(&app, &format!("10.1.0.{i}:7000"), "5s"))
         .collect();
-    let results: Vec<_> = contenders.into_iter().map(|t| t.join().unwrap()).collect();
+    let results = open_all_at_once(contenders);
     let mut held = Vec::new();
     let mut refused = Vec::new();
     for result in results {
@@ -153,7 +133,7 @@ fn one_hundred_twenty_nine_contenders_for_128_ids() {
 
 #[test]
 fn a_cache_file_never_bypasses_the_ephemeral_node() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("cache");
@@ -168,8 +148,8 @@ fn a_cache_file_never_bypasses_the_ephemeral_node() {
     // Same identity, same cache, while the first still holds 0: never 0.
     let second = open(&with_cache, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     assert_eq!(second.worker_id(), 1);
-    let mut all = ids(&first, 1000);
-    all.extend(ids(&second, 1000));
+    let mut all = next_ids(&first, 1000);
+    all.extend(next_ids(&second, 1000));
     assert_unique("cache", all);
     first.close().unwrap();
     second.close().unwrap();
@@ -181,7 +161,7 @@ fn a_cache_file_never_bypasses_the_ephemeral_node() {
 
 #[test]
 fn session_expiry_stops_generation() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("expiry");
@@ -222,12 +202,12 @@ fn session_expiry_stops_generation() {
             }
         }
     };
-    let mut rival_ids = ids(&rival, 2000);
+    let mut rival_ids = next_ids(&rival, 2000);
     signal(&holder.child, "CONT");
     let continued_at = wall_ms();
-    rival_ids.extend(ids(&rival, 2000));
+    rival_ids.extend(next_ids(&rival, 2000));
     std::thread::sleep(Duration::from_millis(500));
-    rival_ids.extend(ids(&rival, 2000));
+    rival_ids.extend(next_ids(&rival, 2000));
     let lines = holder.finish();
     assert!(
         lines.iter().any(|(_, l)| l.starts_with("error LEASE_LOST")),
@@ -255,7 +235,7 @@ fn session_expiry_stops_generation() {
 
 #[test]
 fn handover_with_a_clock_2s_behind_repeats_nothing() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("handover");
@@ -266,7 +246,7 @@ fn handover_with_a_clock_2s_behind_repeats_nothing() {
         LeaseOptions::default(),
     )
     .unwrap();
-    let mut all = ids(&ahead, 20_000);
+    let mut all = next_ids(&ahead, 20_000);
     ahead.close().unwrap();
     let behind = open(
         &uri(&app, "behind", "2s"),
@@ -275,7 +255,7 @@ fn handover_with_a_clock_2s_behind_repeats_nothing() {
     )
     .unwrap();
     assert_eq!(behind.worker_id(), 0);
-    all.extend(ids(&behind, 20_000));
+    all.extend(next_ids(&behind, 20_000));
     behind.close().unwrap();
 
     // Abrupt: kill -9 the holder mid-stream; the server 2 s behind takes over once the
@@ -321,13 +301,13 @@ fn handover_with_a_clock_2s_behind_repeats_nothing() {
 
 #[test]
 fn without_a_free_clock_sequence_start_up_waits_within_its_bound_or_refuses() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("noseq");
     let layout = single_worker_no_clock_seq();
     let first = open(&uri(&app, "first", "2s"), layout, LeaseOptions::default()).unwrap();
-    let mut all = ids(&first, 5000);
+    let mut all = next_ids(&first, 5000);
     first.close().unwrap();
     // 2 s behind, allowed to wait 0.5 s: refused, never a repeat.
     let impatient = LeaseOptions {
@@ -343,7 +323,7 @@ fn without_a_free_clock_sequence_start_up_waits_within_its_bound_or_refuses() {
     refused.close().unwrap();
     // 1 s behind with the default bound: waits for its clock to pass the stored mark.
     let patient = open(&uri(&app, "patient", "2s"), layout, offset_clock(-1000)).unwrap();
-    let later = ids(&patient, 5000);
+    let later = next_ids(&patient, 5000);
     assert!(later[0] > *all.iter().max().unwrap());
     all.extend(later);
     assert_unique("no clock sequence", all);
@@ -351,7 +331,7 @@ fn without_a_free_clock_sequence_start_up_waits_within_its_bound_or_refuses() {
 
 #[test]
 fn the_coordinator_directly() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("direct");
@@ -381,7 +361,7 @@ fn the_coordinator_directly() {
 
 #[test]
 fn unreachable_zookeeper_is_coordinator_unavailable() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let error = open(
@@ -401,7 +381,7 @@ fn tamper(path: String, data: Option<&'static [u8]>) {
         .enable_all()
         .build()
         .unwrap();
-    let hosts = zk_url().trim_start_matches("zookeeper://").to_owned();
+    let hosts = ZK.url().trim_start_matches("zookeeper://").to_owned();
     runtime.block_on(async move {
         let client = zookeeper_client::Client::connect(&hosts).await.unwrap();
         match data {
@@ -415,12 +395,12 @@ fn tamper(path: String, data: Option<&'static [u8]>) {
 
 #[test]
 fn a_corrupt_record_is_refused_never_reset() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("corrupt");
     let first = open_as(&app, "corrupt:1").unwrap();
-    let mut issued = ids(&first, 1000);
+    let mut issued = next_ids(&first, 1000);
     first.close().unwrap();
     let node = format!("/snowflake/{app}/servers/corrupt:1_0");
     tamper(
@@ -439,13 +419,13 @@ fn a_corrupt_record_is_refused_never_reset() {
     tamper(node, None);
     let repaired = open_as(&app, "corrupt:1").unwrap();
     assert_eq!(repaired.worker_id(), 0);
-    issued.extend(ids(&repaired, 1000));
+    issued.extend(next_ids(&repaired, 1000));
     assert_unique("repaired", issued);
 }
 
 #[test]
 fn a_holder_whose_nodes_are_taken_over_loses_its_lease() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     // An operator deletes the ephemeral node of a live holder; the next holder's start-up

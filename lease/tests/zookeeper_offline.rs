@@ -9,10 +9,10 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use clockflake::{Field, Layout};
-use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions, LeasedGenerator};
+use clockflake_lease::{open, LeaseError, LeaseOptions, LeasedGenerator};
 use common::*;
 
 /// The tests of this binary one at a time: one stops the server the other needs.
@@ -39,32 +39,20 @@ fn one_worker_no_clock_seq() -> Layout {
     .unwrap()
 }
 
-/// A clock `offset_ms` off the system's.
-fn clock(offset_ms: i64) -> LeaseOptions {
-    LeaseOptions {
-        clock: Some(Arc::new(move || wall_ms().saturating_add_signed(offset_ms))),
-        ..LeaseOptions::default()
-    }
-}
-
 fn offline_uri(app: &str, cache: &Path) -> String {
     format!(
         "{}/snowflake/{app}?ttl=1s&server=10.7.0.1:80&takeover=off&offline=cache&cache={}\
          &max_skew=off",
-        zk_url(),
+        ZK.url(),
         cache.display()
     )
 }
 
-fn ids(gen: &LeasedGenerator, n: usize) -> Vec<u64> {
-    (0..n).map(|_| gen.next_id().unwrap()).collect()
-}
-
 /// Opens `uri` with the clock `offset_ms` off, takes 1000 ids, all above `above`, closes.
 fn run(uri: &str, offset_ms: i64, above: u64, label: &str) -> (u64, Vec<u64>) {
-    let gen = open(uri, one_worker_no_clock_seq(), clock(offset_ms))
+    let gen = open(uri, one_worker_no_clock_seq(), offset_clock(offset_ms))
         .unwrap_or_else(|error| panic!("{label}: {error}"));
-    let taken = ids(&gen, 1000);
+    let taken = next_ids(&gen, 1000);
     let lowest = taken.iter().min().copied().unwrap();
     assert!(
         lowest > above,
@@ -105,10 +93,9 @@ fn offline_cache_needs_takeover_off_a_cache_and_a_stable_identity() {
 
 #[test]
 fn started_from_the_cache_with_zookeeper_stopped() {
-    if !zk_available() {
+    let Some(_turn) = ZK.turn(&TURN) else {
         return;
-    }
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let app = app("offline");
     let dir = temp_dir("zk-offline");
     let cache = dir.join("worker.cache");
@@ -128,19 +115,19 @@ fn started_from_the_cache_with_zookeeper_stopped() {
     // Without offline=cache, a stopped ZooKeeper refuses the start.
     let plain = format!(
         "{}/snowflake/{app}?ttl=1s&server=10.7.0.1:80&takeover=off&cache={}&max_skew=off",
-        zk_url(),
+        ZK.url(),
         cache.display()
     );
-    let error = refusal(open(&plain, one_worker_no_clock_seq(), clock(0)));
+    let error = refusal(open(&plain, one_worker_no_clock_seq(), offset_clock(0)));
     assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
 
     // With it: the cached worker id, above the online marks, on a clock 2 s ahead.
-    let offline = open(&uri, one_worker_no_clock_seq(), clock(2000)).unwrap();
+    let offline = open(&uri, one_worker_no_clock_seq(), offset_clock(2000)).unwrap();
     assert_eq!(offline.worker_id(), worker);
-    let taken = ids(&offline, 1000);
+    let taken = next_ids(&offline, 1000);
     assert!(taken.iter().min().copied().unwrap() > highest);
     // A second process of the identity with the same cache is refused while it runs.
-    let error = refusal(open(&uri, one_worker_no_clock_seq(), clock(2000)));
+    let error = refusal(open(&uri, one_worker_no_clock_seq(), offset_clock(2000)));
     assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
     assert!(error.to_string().contains("cache lock"), "{error}");
     offline.close().unwrap();
@@ -169,10 +156,9 @@ fn started_from_the_cache_with_zookeeper_stopped() {
 
 #[test]
 fn worker_ids_bound_with_takeover_off_are_never_taken_over() {
-    if !zk_available() {
+    let Some(_turn) = ZK.turn(&TURN) else {
         return;
-    }
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    };
     // Two worker ids.
     let layout = Layout::new(
         &[
@@ -186,9 +172,9 @@ fn worker_ids_bound_with_takeover_off_are_never_taken_over() {
     .unwrap();
     let app = app("bound");
     let uri = |server: &str, extra: &str| {
-        format!("{}/snowflake/{app}?ttl=1s&server={server}{extra}", zk_url())
+        format!("{}/snowflake/{app}?ttl=1s&server={server}{extra}", ZK.url())
     };
-    let open_as = |server: &str, extra: &str| open(&uri(server, extra), layout, clock(0));
+    let open_as = |server: &str, extra: &str| open(&uri(server, extra), layout, offset_clock(0));
     // The bound identity takes worker id 0 and stops; another takes 1 and stops.
     let bound = open_as("10.7.1.1:80", "&takeover=off").unwrap();
     assert_eq!(bound.worker_id(), 0);

@@ -13,16 +13,16 @@ use common::*;
 
 #[test]
 fn zookeeper_stopped_and_restarted() {
-    if !zk_available() {
+    if !ZK.available() {
         return;
     }
     let app = app("outage");
     let ttl_ms = 1000;
-    let holder_uri = format!("{}/snowflake/{app}?ttl=1s&server=10.9.0.1:80", zk_url());
+    let holder_uri = format!("{}/snowflake/{app}?ttl=1s&server=10.9.0.1:80", ZK.url());
     let holder = Watched::spawn(probe(&["--uri", &holder_uri, "--every-ms", "2"]));
     holder.wait_for_ids(20);
     // An in-process generator beside the probe.
-    let inside_uri = format!("{}/snowflake/{app}?ttl=1s&server=10.9.0.2:80", zk_url());
+    let inside_uri = format!("{}/snowflake/{app}?ttl=1s&server=10.9.0.2:80", ZK.url());
     let inside = open(&inside_uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let mut all: Vec<u64> = (0..1000).map(|_| inside.next_id().unwrap()).collect();
 
@@ -98,7 +98,7 @@ fn zookeeper_stopped_and_restarted() {
 
     // A short outage, restarted before the session times out: the session survives (the
     // server restores it), renewals resume, ids never stop.
-    let patient_uri = format!("{}/snowflake/{app}?ttl=8s&server=10.9.0.3:80", zk_url());
+    let patient_uri = format!("{}/snowflake/{app}?ttl=8s&server=10.9.0.3:80", ZK.url());
     let patient = open(&patient_uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     all.extend((0..1000).map(|_| patient.next_id().unwrap()));
     zookeeper_script("halt");

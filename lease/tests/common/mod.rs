@@ -5,13 +5,13 @@ use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use clockflake::{Field, Layout};
-use clockflake_lease::{open, wall_ms, LeaseOptions, LeasedGenerator};
+use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions, LeasedGenerator};
 
 pub const PROBE: &str = env!("CARGO_BIN_EXE_clockflake-lease-probe");
 
@@ -178,16 +178,88 @@ impl Watched {
     }
 }
 
-pub fn pg_url() -> String {
-    std::env::var("CLOCKFLAKE_PG_URL").unwrap_or_else(|_| {
-        panic!("CLOCKFLAKE_PG_URL is not set: run `make test-lease`, which starts a throwaway PostgreSQL")
-    })
+/// A throwaway test server, which a make target starts and names in an environment variable.
+pub struct TestServer {
+    /// What it is, for messages.
+    name: &'static str,
+    /// The variable that holds its URL.
+    variable: &'static str,
+    /// The variable that turns a missing server into a failure (`None`: always required).
+    required: Option<&'static str>,
+    /// The make target that starts it.
+    target: &'static str,
+}
+
+pub const PG: TestServer = TestServer {
+    name: "PostgreSQL",
+    variable: "CLOCKFLAKE_PG_URL",
+    required: None,
+    target: "test-lease",
+};
+
+pub const ZK: TestServer = TestServer {
+    name: "ZooKeeper",
+    variable: "CLOCKFLAKE_ZK_URL",
+    required: Some("CLOCKFLAKE_ZK_REQUIRED"),
+    target: "test-zookeeper",
+};
+
+/// Its URL is `redis://:PASSWORD@127.0.0.1:PORT/0`.
+pub const REDIS: TestServer = TestServer {
+    name: "Redis",
+    variable: "CLOCKFLAKE_REDIS_URL",
+    required: Some("CLOCKFLAKE_REDIS_REQUIRED"),
+    target: "test-redis",
+};
+
+impl TestServer {
+    fn missing(&self) -> ! {
+        panic!(
+            "{} is not set: run `make {}`, which starts a throwaway {}",
+            self.variable, self.target, self.name
+        )
+    }
+
+    pub fn url(&self) -> String {
+        std::env::var(self.variable).unwrap_or_else(|_| self.missing())
+    }
+
+    /// Whether the server is there. Outside its make target (`cargo test`, `make test-lease`)
+    /// the tests that need it are skipped, unless its `required` variable is set (as the make
+    /// target sets it), which turns a missing server into a failure.
+    pub fn available(&self) -> bool {
+        if std::env::var_os(self.variable).is_some() {
+            return true;
+        }
+        if self
+            .required
+            .is_none_or(|required| std::env::var_os(required).is_some())
+        {
+            self.missing();
+        }
+        eprintln!(
+            "skipped: {} is not set (run `make {}`)",
+            self.variable, self.target
+        );
+        false
+    }
+
+    /// `None` without the server (the test is skipped), else the test's `turn`.
+    pub fn turn(&self, serial: &'static Mutex<()>) -> Option<MutexGuard<'static, ()>> {
+        self.available().then(|| turn(serial))
+    }
+}
+
+/// A test's turn on a shared server: the tests of one binary that must not overlap (timing
+/// tests, tests that stop the server) each hold `serial` while they run.
+pub fn turn(serial: &'static Mutex<()>) -> MutexGuard<'static, ()> {
+    serial
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub fn pg_script(action: &str) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/postgres.sh");
-    let status = Command::new(script).arg(action).status().unwrap();
-    assert!(status.success(), "postgres.sh {action}");
+    server_script("postgres.sh", action);
 }
 
 /// Calls `next` for `ms` milliseconds, pausing 50 µs between ids (about 15 ids per ms).
@@ -201,24 +273,25 @@ pub fn paced(ms: u64, mut next: impl FnMut() -> u64) -> Vec<u64> {
     ids
 }
 
-/// The ZooKeeper URL `make test-zookeeper` exports. Outside it (`cargo test`, `make test-lease`)
-/// these tests are skipped, unless `CLOCKFLAKE_ZK_REQUIRED` is set (as `make test-zookeeper`
-/// does), which turns a missing server into a failure.
-pub fn zk_available() -> bool {
-    if std::env::var_os("CLOCKFLAKE_ZK_URL").is_some() {
-        return true;
-    }
-    if std::env::var_os("CLOCKFLAKE_ZK_REQUIRED").is_some() {
-        panic!("CLOCKFLAKE_ZK_URL is not set: run `make test-zookeeper`, which starts a throwaway ZooKeeper");
-    }
-    eprintln!("skipped: CLOCKFLAKE_ZK_URL is not set (run `make test-zookeeper`)");
-    false
+/// Opens `uri`, takes one id and closes (the lease given back, its record stored): that id.
+pub fn one_id_and_close(uri: &str, layout: Layout, options: LeaseOptions) -> u64 {
+    let gen = open(uri, layout, options).unwrap();
+    let id = gen.next_id().unwrap();
+    gen.close().unwrap();
+    id
 }
 
-pub fn zk_url() -> String {
-    std::env::var("CLOCKFLAKE_ZK_URL").unwrap_or_else(|_| {
-        panic!("CLOCKFLAKE_ZK_URL is not set: run `make test-zookeeper`, which starts a throwaway ZooKeeper")
-    })
+/// `n` ids from `gen`, one `next_id` call each.
+pub fn next_ids(gen: &LeasedGenerator, n: usize) -> Vec<u64> {
+    (0..n).map(|_| gen.next_id().unwrap()).collect()
+}
+
+/// Options whose clock reads the system's wall clock moved by `offset_ms` (negative: behind).
+pub fn offset_clock(offset_ms: i64) -> LeaseOptions {
+    LeaseOptions {
+        clock: Some(Arc::new(move || wall_ms().saturating_add_signed(offset_ms))),
+        ..LeaseOptions::default()
+    }
 }
 
 /// Handover from a holder whose clock runs 2 s ahead, on the coordinator `uri` names: about
@@ -227,11 +300,7 @@ pub fn zk_url() -> String {
 /// stored marks, the same (time, clock_seq, worker, sequence) would repeat. Returns the next
 /// holder, still open.
 pub fn handover_from_2s_ahead_repeats_nothing(uri: &str, label: &str) -> LeasedGenerator {
-    let ahead = LeaseOptions {
-        clock: Some(Arc::new(|| wall_ms() + 2000)),
-        ..LeaseOptions::default()
-    };
-    let first = open(uri, Layout::CLOCKSEQ, ahead).unwrap();
+    let first = open(uri, Layout::CLOCKSEQ, offset_clock(2000)).unwrap();
     let ids = paced(300, || first.next_id().unwrap());
     first.close().unwrap();
     let second = open(uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
@@ -247,25 +316,39 @@ pub fn handover_from_2s_ahead_repeats_nothing(uri: &str, label: &str) -> LeasedG
     second
 }
 
-/// The Redis URL `make test-redis` exports. Outside it these tests are skipped, unless
-/// `CLOCKFLAKE_REDIS_REQUIRED` is set (as `make test-redis` does), which turns a missing
-/// server into a failure.
-pub fn redis_available() -> bool {
-    if std::env::var_os("CLOCKFLAKE_REDIS_URL").is_some() {
-        return true;
-    }
-    if std::env::var_os("CLOCKFLAKE_REDIS_REQUIRED").is_some() {
-        panic!("CLOCKFLAKE_REDIS_URL is not set: run `make test-redis`, which starts a throwaway Redis");
-    }
-    eprintln!("skipped: CLOCKFLAKE_REDIS_URL is not set (run `make test-redis`)");
-    false
-}
+/// Both handovers from a holder whose clock runs 2 s ahead, on a coordinator whose leases
+/// expire: released cleanly on `released_uri` (the next holder is granted at once, see
+/// `handover_from_2s_ahead_repeats_nothing`), and killed on `killed_uri` (a namespace with one
+/// worker id), where the lease expires on the server's clock and the rival resumes from the
+/// marks in another clock sequence, repeating nothing.
+pub fn handover_from_2s_ahead_released_and_killed(released_uri: &str, killed_uri: &str) {
+    let second = handover_from_2s_ahead_repeats_nothing(released_uri, "released handover");
+    second.close().unwrap();
 
-/// `redis://:PASSWORD@127.0.0.1:PORT/0`
-pub fn redis_url() -> String {
-    std::env::var("CLOCKFLAKE_REDIS_URL").unwrap_or_else(|_| {
-        panic!("CLOCKFLAKE_REDIS_URL is not set: run `make test-redis`, which starts a throwaway Redis")
-    })
+    let layout = single_worker();
+    let holder = Watched::spawn(probe(&[
+        "--uri",
+        killed_uri,
+        "--single-worker",
+        "--offset-ms",
+        "2000",
+        "--every-ms",
+        "1",
+    ]));
+    holder.wait_for_ids(300);
+    std::thread::sleep(Duration::from_millis(300));
+    let lines = holder.finish(); // SIGKILL: no release
+    let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+    let killed_ids = text_ids(&text);
+    let (rival, _) = open_when_free(killed_uri, layout, Duration::from_secs(5));
+    let rival_ids = paced(2500, || rival.next_id().unwrap());
+    let cs = |id: u64| layout.decode(id).unwrap().clock_seq;
+    assert_ne!(cs(rival_ids[0]), cs(killed_ids[0]));
+    assert_unique(
+        "killed handover",
+        killed_ids.iter().chain(&rival_ids).copied(),
+    );
+    rival.close().unwrap();
 }
 
 /// Runs `scripts/NAME action` (the throwaway test servers), asserting success; its stdout.
@@ -290,7 +373,7 @@ pub fn zookeeper_script(action: &str) {
 
 /// A plain connection to the test server, to look at (or damage) the keys.
 pub fn redis_connection() -> redis::Connection {
-    redis::Client::open(redis_url())
+    redis::Client::open(REDIS.url())
         .unwrap()
         .get_connection()
         .unwrap()
@@ -316,22 +399,28 @@ fn timestamp_of(layout: &Layout, id: u64) -> u64 {
     layout.decode(id).unwrap().timestamp_ms
 }
 
-/// 200 clients race for the 128 worker ids of `clockseq` on `uri` (a TTL long enough for
-/// the race): exactly 128 grants, each worker id once, 72 `WORKER_POOL_EXHAUSTED`, and the
-/// holders' ids unique. Run against every coordinator with expiring leases.
-pub fn two_hundred_clients_race_for_128_worker_ids(uri: &str) {
-    let uri = uri.to_owned();
-    let barrier = Arc::new(Barrier::new(200));
-    let clients: Vec<_> = (0..200)
-        .map(|_| {
-            let (uri, barrier) = (uri.clone(), Arc::clone(&barrier));
+/// Opens every one of `uris` (with `Layout::CLOCKSEQ`) at once, each on a thread of its own
+/// released by one barrier: the results, in the order of `uris`.
+pub fn open_all_at_once(uris: Vec<String>) -> Vec<Result<LeasedGenerator, LeaseError>> {
+    let barrier = Arc::new(Barrier::new(uris.len()));
+    let clients: Vec<_> = uris
+        .into_iter()
+        .map(|uri| {
+            let barrier = Arc::clone(&barrier);
             std::thread::spawn(move || {
                 barrier.wait();
                 open(&uri, Layout::CLOCKSEQ, LeaseOptions::default())
             })
         })
         .collect();
-    let results: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    clients.into_iter().map(|c| c.join().unwrap()).collect()
+}
+
+/// 200 clients race for the 128 worker ids of `clockseq` on `uri` (a TTL long enough for
+/// the race): exactly 128 grants, each worker id once, 72 `WORKER_POOL_EXHAUSTED`, and the
+/// holders' ids unique. Run against every coordinator with expiring leases.
+pub fn two_hundred_clients_race_for_128_worker_ids(uri: &str) {
+    let results = open_all_at_once(vec![uri.to_owned(); 200]);
     let mut granted = Vec::new();
     let mut refused = 0;
     for result in &results {
@@ -457,7 +546,104 @@ pub fn a_grant_refused_before_any_id_leaves_the_worker_id_usable(uri: &str) {
     );
     let refused = open(uri, future.unwrap(), LeaseOptions::default()).unwrap_err();
     assert_eq!(refused.code(), "EPOCH_IN_FUTURE", "{refused}");
-    let gen = open(uri, single_worker(), LeaseOptions::default()).unwrap();
-    gen.next_id().unwrap();
-    gen.close().unwrap();
+    one_id_and_close(uri, single_worker(), LeaseOptions::default());
+}
+
+/// Runs `processes` probes with `args` (which include `--binary`) at the same time, each to
+/// its end, and asserts that each succeeded and issued every id under the one worker id it
+/// reported: (that worker id, its ids) per process.
+pub fn binary_probes_at_once(processes: usize, args: &[&str]) -> Vec<(u64, Vec<u64>)> {
+    let children: Vec<_> = (0..processes)
+        .map(|_| {
+            probe(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| {
+            let output = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+            assert!(output.status.success(), "probe failed: {stderr}");
+            let worker: u64 = stderr
+                .lines()
+                .find_map(|l| l.strip_prefix("worker "))
+                .unwrap_or_else(|| panic!("no worker line: {stderr}"))
+                .parse()
+                .unwrap();
+            let ids = binary_ids(&output.stdout);
+            for id in &ids {
+                assert_eq!(
+                    Layout::CLOCKSEQ.decode(*id).unwrap().worker_id,
+                    worker,
+                    "one process, one worker id"
+                );
+            }
+            (worker, ids)
+        })
+        .collect()
+}
+
+/// A call made over and over on a thread of its own until `stop`: its results, in order.
+pub struct Repeating<T> {
+    running: Arc<AtomicBool>,
+    thread: JoinHandle<Vec<T>>,
+}
+
+impl<T: Send + 'static> Repeating<T> {
+    pub fn start(mut call: impl FnMut() -> T + Send + 'static) -> Repeating<T> {
+        let running = Arc::new(AtomicBool::new(true));
+        let thread = {
+            let running = Arc::clone(&running);
+            std::thread::spawn(move || {
+                let mut results = Vec::new();
+                while running.load(Ordering::Relaxed) {
+                    results.push(call());
+                }
+                results
+            })
+        };
+        Repeating { running, thread }
+    }
+
+    /// Stops after the call under way; every result.
+    pub fn stop(self) -> Vec<T> {
+        self.running.store(false, Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
+}
+
+/// After an outage of the coordinator `uri` names: a new lease as soon as it answers again
+/// (within 15 s) issues ids, and none of them repeats one of `before`.
+pub fn a_new_lease_continues_after(uri: &str, before: &[u64], label: &str) {
+    let started = Instant::now();
+    let again = loop {
+        match open(uri, Layout::CLOCKSEQ, LeaseOptions::default()) {
+            Ok(gen) => break gen,
+            Err(error) => {
+                assert!(started.elapsed() < Duration::from_secs(15), "{error}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    };
+    let after = paced(200, || again.next_id().unwrap());
+    assert!(!after.is_empty());
+    assert_unique(label, before.iter().chain(&after).copied());
+    again.close().unwrap();
+}
+
+/// The PostgreSQL row of the single-worker namespace `app` after a refused open: asserts it
+/// was given back (no owner) and returns its marks, which the refusal must leave alone.
+pub fn pg_given_back_marks(client: &mut postgres::Client, app: &str) -> Option<Vec<Option<i64>>> {
+    let row = client
+        .query_one(
+            "SELECT owner, high_water_ms FROM clockflake_leases WHERE app = $1",
+            &[&app],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, Option<String>>("owner"), None, "given back");
+    row.get("high_water_ms")
 }
