@@ -275,10 +275,6 @@ function generatorOptions(options, allowed, name) {
   };
 }
 
-function closedError() {
-  return coded(Error, 'GENERATOR_CLOSED', 'generator closed: close() was called on this generator; make a new one');
-}
-
 /** The options of `Generator.open`: those of the constructor that make sense with a lease. */
 function openOptions(options) {
   plainObject(options, 'options');
@@ -537,7 +533,7 @@ export class Generator {
   /** The rollback policy in force, and the waits it allows. */
   get options() {
     if (this.#lease !== null) return { ...this.#leaseOptions };
-    if (this.#closed) throw closedError();
+    if (this.#closed) throw engine.generatorClosed();
     return engine.generatorOptions(this.#handle);
   }
 
@@ -622,14 +618,14 @@ export class Generator {
    */
   state() {
     if (this.#lease !== null) return native.leasedState(this.#lease);
-    if (this.#closed) throw closedError();
+    if (this.#closed) throw engine.generatorClosed();
     return engine.generatorState(this.#handle);
   }
 
   /** The refusal the engine left for the last call (GENERATOR_CLOSED once closed). */
   #refused() {
     const error = engine.takeError();
-    return this.#closed ? closedError() : error;
+    return this.#closed ? engine.generatorClosed() : error;
   }
 
   /**
@@ -727,16 +723,16 @@ export class Generator {
     gen.#end = -Infinity;
   }
 
-  /** Waits until the clock reads `atMs` (sleeps for the long part, spins for the last 2 ms). */
+  /** Waits until the clock reads `atMs`, on core's rule (`engine.waitStep`); this side only sleeps and reads. */
   #waitUntil(atMs, now) {
-    const patience = performance.now() + (atMs - now) + 1000;
-    while (now < atMs) {
-      if (performance.now() > patience) throw engine.clockNotAdvancing(atMs, now);
-      const remaining = atMs - now;
-      if (remaining > 2) sleep(remaining - 1);
+    const start = now;
+    const began = performance.now();
+    for (;;) {
+      const step = engine.waitStep(atMs, start, now, performance.now() - began);
+      if (step < 0) return now;
+      if (step > 0) sleep(step);
       now = this.#clock === null ? Date.now() : this.#readClock();
     }
-    return now;
   }
 }
 

@@ -10,7 +10,6 @@ import {
   decode_split as wasm_decode_split,
   decode_text as wasm_decode_text,
   encode as wasm_encode,
-  error_clock_not_advancing as wasm_error_clock_not_advancing,
   error_high_water_out_of_range as wasm_error_high_water_out_of_range,
   error_retry_at as wasm_error_retry_at,
   error_take as wasm_error_take,
@@ -37,6 +36,7 @@ import {
   scratch32_ptr as wasm_scratch32_ptr,
   scratch64_ptr as wasm_scratch64_ptr,
   wasm_memory as wasm_wasm_memory,
+  wait_step as wasm_wait_step,
 } from '../../bindings-wasm/pkg/web/clockflake_wasm.js';
 import { formatMessage } from '../../bindings-wasm/js/messages.js';
 import { ClockflakeError } from './errors.js';
@@ -263,9 +263,20 @@ export function copyIds(out, offset, count) {
  */
 export const blockingRetryAt = wasm_error_retry_at;
 
-export function clockNotAdvancing(waitingForMs, nowMs) {
-  wasm_error_clock_not_advancing(waitingForMs, nowMs);
-  return takeError();
+/** Core's `GENERATOR_CLOSED`, for a generator whose `close()` was called. */
+export function generatorClosed() {
+  return new ClockflakeError('GENERATOR_CLOSED', formatMessage('GENERATOR_CLOSED', 0, [0n, 0n, 0n, 0n]));
+}
+
+/**
+ * One step of a wait for the clock to read `atMs` (core's `wait_step`): -1 once it does, else
+ * the ms to sleep before reading it again (0: spin once); throws `CLOCK_NOT_ADVANCING` when the
+ * clock has not got there within the wait plus a second of real time.
+ */
+export function waitStep(atMs, startMs, nowMs, elapsedMs) {
+  const step = wasm_wait_step(atMs, startMs, nowMs, elapsedMs);
+  if (step === -2) throw takeError();
+  return step;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -93,31 +93,11 @@ fn raise(py: Python<'_>, refusal: Refusal) -> PyErr {
     }
 }
 
-/// `(code, is_input_error)` of one sample error per code the lease crate adds to core's
-/// (`LeaseError::CODES`; the tests check the two agree, and the Python classes against them).
+/// `(code, is_input_error)` of lease's table, one sample error per code it adds to core's
+/// (`LeaseError::EXAMPLES`; the tests check the Python classes against them).
 #[pyfunction]
 pub fn _lease_error_codes() -> Vec<(&'static str, bool)> {
-    use clockflake_lease::LeaseError;
-    let errors = [
-        LeaseError::InvalidUri {
-            uri: String::new(),
-            reason: String::new(),
-        },
-        LeaseError::CoordinatorUnavailable {
-            coordinator: String::new(),
-            reason: String::new(),
-        },
-        LeaseError::Closed,
-        LeaseError::ClockSkew {
-            coordinator: String::new(),
-            local_ms: 0,
-            server_ms: 0,
-            skew_ms: 0,
-            round_trip_ms: 0,
-            max_skew_ms: 0,
-        },
-    ];
-    errors
+    clockflake_lease::LeaseError::EXAMPLES
         .iter()
         .map(|error| (error.code(), error.is_input_error()))
         .collect()

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clockflake::{Clock, Error, Generator, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
-use clockflake_lease::{fork, LeaseCounters, LeaseError, LeaseOptions, LeaseStats};
+use clockflake_lease::{fork, LeaseCounters, LeaseOptions, LeaseStats};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
@@ -168,13 +168,7 @@ fn wait_for_retry<C: BindingClock>(py: Python<'_>, clock: &C, error: Error) -> P
 #[cold]
 fn not_current(mine: u64) -> PyErr {
     if mine == CLOSED {
-        // The lease crate's code and class; its message speaks of a released lease, which a
-        // static generator never held (and the tests pin this wording).
-        Refusal {
-            message: "generator closed: close() was called".to_owned(),
-            ..Refusal::from(LeaseError::Closed)
-        }
-        .into()
+        Refusal::from(Error::GeneratorClosed).into()
     } else {
         Refusal::from(Error::WorkerIdInvalidated).into()
     }

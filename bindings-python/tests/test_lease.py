@@ -123,7 +123,7 @@ def test_a_static_generator_closes_too() -> None:
         gen.state()
     assert (
         caught.value.code == "GENERATOR_CLOSED"
-        and str(caught.value) == "generator closed: close() was called"
+        and str(caught.value) == "generator closed: close() was called; make a new generator"
     )
     assert gen.coordinator is None
 

@@ -46,6 +46,7 @@ pub fn describe(error: &Error) -> (u32, [u64; 4]) {
         Error::UnknownLayout
         | Error::UnknownPolicy
         | Error::WorkerIdInvalidated
+        | Error::GeneratorClosed
         | Error::LeaseLost => (0, [0; 4]),
         Error::WorkerIdOutOfRange { worker_id, max } => (0, [worker_id, max, 0, 0]),
         Error::TimestampOutOfRange {

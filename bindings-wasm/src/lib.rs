@@ -18,7 +18,7 @@ use std::vec::Vec;
 
 use clockflake::{
     Error, Field, Generator, Layout, LayoutProblem, Options, Parts, Policy, PublicIds, State,
-    StateProblem, MAX_CLOCK_SEQS,
+    StateProblem, WaitStep, MAX_CLOCK_SEQS,
 };
 use wasm_bindgen::prelude::*;
 
@@ -149,13 +149,26 @@ pub fn error_retry_at(now_ms: f64) -> f64 {
     })
 }
 
-/// Records `CLOCK_NOT_ADVANCING` (the JS blocking wrapper gave up waiting) for [`error_take`].
+/// One step of the JS blocking wrapper's wait for the clock to read `at_ms` (core's
+/// `wait_step`): -1 once it does, else the ms to sleep before reading it again (0: spin once);
+/// -2 when it has not advanced in time, with `CLOCK_NOT_ADVANCING` kept for [`error_take`].
 #[wasm_bindgen]
-pub fn error_clock_not_advancing(waiting_for_ms: f64, now_ms: f64) {
-    fail::<i32>(Error::ClockNotAdvancing {
-        waiting_for_ms: waiting_for_ms as u64,
-        now_ms: now_ms as u64,
-    });
+pub fn wait_step(at_ms: f64, start_ms: f64, now_ms: f64, elapsed_ms: f64) -> f64 {
+    let step = clockflake::wait_step(
+        at_ms as u64,
+        start_ms as u64,
+        now_ms as u64,
+        elapsed_ms as u64,
+    );
+    match step {
+        Ok(WaitStep::Done) => -1.0,
+        Ok(WaitStep::Sleep(ms)) => ms as f64,
+        Ok(WaitStep::Spin) => 0.0,
+        Err(error) => {
+            fail::<i32>(error);
+            -2.0
+        }
+    }
 }
 
 /// Records `INVALID_STATE` (a saved state with more high-water marks than any layout has).

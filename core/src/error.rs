@@ -101,6 +101,9 @@ pub enum Error {
     /// `WORKER_ID_INVALIDATED`: the generator's worker id is no longer this process's (for
     /// example in the child after a fork); it needs a new worker id.
     WorkerIdInvalidated,
+    /// `GENERATOR_CLOSED`: `close()` was called on the generator (a binding's, or a leased
+    /// one's, whose worker id has been released); it issues no more ids.
+    GeneratorClosed,
     /// `LEASE_LOST`: the generator's worker-id lease expired without renewal, so another holder
     /// may already have the worker id. A clock that covers time only while a lease holds refuses
     /// with it ([`crate::Clock::try_now_ms`]), and the generator issues nothing.
@@ -247,6 +250,7 @@ impl Error {
             Error::InvalidState(_) => "INVALID_STATE",
             Error::ClockNotAdvancing { .. } => "CLOCK_NOT_ADVANCING",
             Error::WorkerIdInvalidated => "WORKER_ID_INVALIDATED",
+            Error::GeneratorClosed => "GENERATOR_CLOSED",
             Error::LeaseLost => "LEASE_LOST",
             Error::WorkerPoolExhausted { .. } => "WORKER_POOL_EXHAUSTED",
             Error::InvalidPublicId(_) => "INVALID_PUBLIC_ID",
@@ -256,7 +260,7 @@ impl Error {
     }
 
     /// Every code, for bindings that define one exception class per code.
-    pub const CODES: [&'static str; 22] = [
+    pub const CODES: [&'static str; 23] = [
         "INVALID_ID",
         "INVALID_LAYOUT",
         "UNKNOWN_LAYOUT",
@@ -279,11 +283,12 @@ impl Error {
         "INVALID_PUBLIC_ID",
         "UNKNOWN_KEY_VERSION",
         "INVALID_KEY_VERSION",
+        "GENERATOR_CLOSED",
     ];
 
     /// One error of each code, in the order of [`Error::CODES`]: the table bindings check their
     /// error mapping against (a class per code, input or runtime, the message passed through).
-    pub const EXAMPLES: [Error; 22] = [
+    pub const EXAMPLES: [Error; 23] = [
         Error::InvalidId(InvalidId::Empty),
         Error::InvalidLayout(LayoutProblem::ZeroUnit),
         Error::UnknownLayout,
@@ -340,6 +345,7 @@ impl Error {
         Error::InvalidPublicId(PublicIdProblem::ChecksumMismatch),
         Error::UnknownKeyVersion { version: 3 },
         Error::InvalidKeyVersion { version: 32 },
+        Error::GeneratorClosed,
     ];
 
     /// When a retry of the same call can succeed, Unix ms: set for sequence exhaustion, and
@@ -365,6 +371,7 @@ impl Error {
                 | Error::ClockSequenceExhausted { .. }
                 | Error::ClockNotAdvancing { .. }
                 | Error::WorkerIdInvalidated
+                | Error::GeneratorClosed
                 | Error::LeaseLost
                 | Error::WorkerPoolExhausted { .. }
         )
@@ -450,6 +457,9 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "clock not advancing: waited for {waiting_for_ms} Unix ms but the clock still reads {now_ms}"
+            ),
+            Error::GeneratorClosed => f.write_str(
+                "generator closed: close() was called; make a new generator",
             ),
             Error::WorkerIdInvalidated => f.write_str(
                 "worker id invalidated: this generator's worker id belongs to another process (after a fork); give it a new worker id",
@@ -578,7 +588,7 @@ mod tests {
 
     #[test]
     fn codes_lists_every_code_once() {
-        let codes: [&str; 22] = Error::EXAMPLES.map(|e| e.code());
+        let codes: [&str; 23] = Error::EXAMPLES.map(|e| e.code());
         assert_eq!(codes, Error::CODES);
     }
 }

@@ -32,6 +32,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod block;
 mod error;
 mod generator;
 mod id;
@@ -39,14 +40,17 @@ mod layout;
 mod public;
 #[cfg(feature = "std")]
 mod std_clock;
+mod wait;
 
+pub use block::IdBlock;
 pub use error::{Error, InvalidId, LayoutProblem, PublicIdProblem, StateProblem};
-pub use generator::{Generator, IdBlock, Options, Policy, State, MAX_CLOCK_SEQS};
+pub use generator::{Generator, Options, Policy, State, MAX_CLOCK_SEQS};
 pub use id::Parts;
 pub use layout::{Field, Layout, MAX_CLOCK_SEQ_BITS, MAX_TIME_MS};
 pub use public::{PublicIds, PublicText, MAX_KEY_VERSION};
 #[cfg(feature = "std")]
 pub use std_clock::{wait_until, MonotonicClock, SystemClock};
+pub use wait::{wait_step, WaitStep};
 
 /// A source of Unix-millisecond time. Any `Fn() -> u64` is one, which is how tests inject
 /// clocks that jump.

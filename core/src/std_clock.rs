@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::{Clock, Error, Generator};
+use crate::{wait_step, Clock, Error, Generator, WaitStep};
 
 /// The wall clock as it is, steps back included.
 #[derive(Clone, Copy, Debug, Default)]
@@ -211,13 +211,13 @@ fn wait_until_sleeping<C: Clock + ?Sized>(clock: &C, at_ms: u64) -> Result<(), E
     })
 }
 
-/// The one wait loop of every blocking call, in core and in the bindings: reads `clock` until
-/// it reaches `at_ms`, handing each pause to `pause`: `Some(duration)` (sleep about that long;
-/// the rest of the wait minus a millisecond) while more than 2 ms remain, then `None` (spin
-/// once, or sleep a few microseconds) through the last 2 ms. `pause` is how the caller passes
-/// time: a plain sleep here, the GIL released and signals checked in Python; an error it
-/// returns ends the wait. A clock that does not get there within the wait plus a second of
-/// real time is reported as `CLOCK_NOT_ADVANCING` rather than waited on forever.
+/// The one wait loop of every blocking call, in core and in the bindings, on [`wait_step`]'s
+/// rule: reads `clock` until it reaches `at_ms`, handing each pause to `pause`: `Some(duration)`
+/// (sleep about that long; the rest of the wait minus a millisecond) while more than 2 ms
+/// remain, then `None` (spin once, or sleep a few microseconds) through the last 2 ms. `pause`
+/// is how the caller passes time: a plain sleep here, the GIL released and signals checked in
+/// Python; an error it returns ends the wait. A clock that does not get there within the wait
+/// plus a second of real time is reported as `CLOCK_NOT_ADVANCING` rather than waited on forever.
 ///
 /// ```
 /// use clockflake::{wait_until, Error};
@@ -237,22 +237,18 @@ where
     C: Clock + ?Sized,
     E: From<Error>,
 {
-    let mut now_ms = clock.now_ms();
+    let start_ms = clock.now_ms();
     let started = Instant::now();
-    let patience = Duration::from_millis(at_ms.saturating_sub(now_ms).saturating_add(1000));
-    while now_ms < at_ms {
-        if started.elapsed() > patience {
-            return Err(Error::ClockNotAdvancing {
-                waiting_for_ms: at_ms,
-                now_ms,
-            }
-            .into());
+    let mut now_ms = start_ms;
+    loop {
+        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match wait_step(at_ms, start_ms, now_ms, elapsed_ms)? {
+            WaitStep::Done => return Ok(()),
+            WaitStep::Sleep(ms) => pause(Some(Duration::from_millis(ms)))?,
+            WaitStep::Spin => pause(None)?,
         }
-        let remaining_ms = at_ms - now_ms;
-        pause((remaining_ms > 2).then(|| Duration::from_millis(remaining_ms - 1)))?;
         now_ms = clock.now_ms();
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -100,12 +100,29 @@ impl LeaseError {
         }
     }
 
-    /// The codes this crate adds to core's [`clockflake::Error::CODES`].
-    pub const CODES: [&'static str; 4] = [
-        "INVALID_URI",
-        "COORDINATOR_UNAVAILABLE",
-        "GENERATOR_CLOSED",
-        "CLOCK_SKEW",
+    /// The codes this crate adds to core's [`clockflake::Error::CODES`] (its other errors
+    /// carry core's codes: `LEASE_LOST`, `INVALID_STATE`, `GENERATOR_CLOSED`, ...).
+    pub const CODES: [&'static str; 3] = ["INVALID_URI", "COORDINATOR_UNAVAILABLE", "CLOCK_SKEW"];
+
+    /// One error of each code of [`LeaseError::CODES`], in that order: the table bindings
+    /// check their error mapping against, beside core's [`clockflake::Error::EXAMPLES`].
+    pub const EXAMPLES: [LeaseError; 3] = [
+        LeaseError::InvalidUri {
+            uri: String::new(),
+            reason: String::new(),
+        },
+        LeaseError::CoordinatorUnavailable {
+            coordinator: String::new(),
+            reason: String::new(),
+        },
+        LeaseError::ClockSkew {
+            coordinator: String::new(),
+            local_ms: 0,
+            server_ms: 0,
+            skew_ms: 0,
+            round_trip_ms: 0,
+            max_skew_ms: 0,
+        },
     ];
 
     /// When a retry of the same call can succeed, Unix ms (core's sequence and clock refusals).
@@ -203,9 +220,7 @@ impl fmt::Display for LeaseError {
                 }
                 write!(f, "; retry at {retry_at_ms}")
             }
-            LeaseError::Closed => {
-                f.write_str("generator closed: its worker-id lease was released by close()")
-            }
+            LeaseError::Closed => clockflake::Error::GeneratorClosed.fmt(f),
             LeaseError::ClockSkew {
                 coordinator,
                 local_ms,
@@ -232,3 +247,18 @@ impl fmt::Display for LeaseError {
 }
 
 impl std::error::Error for LeaseError {}
+
+#[cfg(test)]
+mod tests {
+    use super::LeaseError;
+
+    #[test]
+    fn examples_give_every_code_once_and_none_of_cores() {
+        let codes = LeaseError::EXAMPLES.map(|error| error.code());
+        assert_eq!(codes, LeaseError::CODES);
+        assert!(codes
+            .iter()
+            .all(|code| !clockflake::Error::CODES.contains(code)));
+        assert!(clockflake::Error::CODES.contains(&LeaseError::Closed.code()));
+    }
+}

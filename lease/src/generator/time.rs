@@ -41,8 +41,14 @@ impl Time {
 
     #[inline(always)]
     pub(super) fn now_ms(&self) -> u64 {
+        self.at_boot(boot_ms())
+    }
+
+    /// The time when the boot clock reads `boot` (an injected clock is read now).
+    #[inline(always)]
+    pub(super) fn at_boot(&self, boot: u64) -> u64 {
         match self {
-            Time::Boot { anchor } => anchor.load(Ordering::Relaxed) + boot_ms(),
+            Time::Boot { anchor } => anchor.load(Ordering::Relaxed) + boot,
             Time::Injected(clock) => clock.now_ms(),
         }
     }
@@ -76,10 +82,9 @@ impl LimitedClock<'_> {
     #[inline(always)]
     fn read(&self) -> (u64, u64) {
         let boot = boot_ms();
-        let wall = match (self.explicit_ms, &self.shared.time) {
-            (Some(ms), _) => ms,
-            (None, Time::Boot { anchor }) => anchor.load(Ordering::Relaxed) + boot,
-            (None, Time::Injected(clock)) => clock.now_ms(),
+        let wall = match self.explicit_ms {
+            Some(ms) => ms,
+            None => self.shared.time.at_boot(boot),
         };
         (wall, boot)
     }
@@ -155,14 +160,17 @@ impl Shared {
     /// `block`'s window moved from this generator's time onto the system's wall clock, and
     /// ended before the lease deadline (see [`super::LeasedGenerator::next_block`]).
     pub(super) fn window_on_system_clock(&self, block: IdBlock) -> IdBlock {
+        // One read of each clock: the boot clock gives this generator's time and the time left
+        // to the deadline, the wall clock the shift onto the system's time.
+        let boot = boot_ms();
+        let own_ms = self.time.at_boot(boot);
         let system_ms = wall_ms();
-        let own_ms = self.wall_now();
         let to_system = |ms: u64| (ms + system_ms).saturating_sub(own_ms);
         let until_ms = match self.deadline_boot_ms.load(Ordering::Acquire) {
             u64::MAX => block.serve_until_ms(), // file://: the lock is the lease
             deadline => block
                 .serve_until_ms()
-                .min(own_ms.saturating_add(deadline.saturating_sub(boot_ms()))),
+                .min(own_ms.saturating_add(deadline.saturating_sub(boot))),
         };
         block.served_within(to_system(block.serve_from_ms()), to_system(until_ms))
     }
