@@ -391,10 +391,7 @@ export class Generator {
       if (!Number.isSafeInteger(mark) || mark < 0) throw stateError(`highWaterMs[${i}]: expected null or an integer Unix ms, found ${describe(mark)}`);
       return mark;
     });
-    const expected = `expected a decimal fingerprint, a worker id, a clock sequence and ${parsed.record.info.clockSeqs} high-water marks`;
-    if (!/^[0-9]{1,20}$/.test(layoutFingerprint) || BigInt(layoutFingerprint) >= 1n << 64n) throw stateError(`layoutFingerprint: ${expected}`);
-    if (marks.length !== parsed.record.info.clockSeqs) throw stateError(`highWaterMs: ${expected}`);
-    resuming = { parsed, state: { layoutFingerprint: BigInt(layoutFingerprint), workerId, clockSeq, marks } };
+    resuming = { parsed, state: { layoutFingerprint, workerId, clockSeq, marks } };
     try {
       return new Generator(undefined);
     } finally {

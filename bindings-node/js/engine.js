@@ -10,7 +10,6 @@ import {
   decode_split as wasm_decode_split,
   decode_text as wasm_decode_text,
   encode as wasm_encode,
-  error_high_water_out_of_range as wasm_error_high_water_out_of_range,
   error_retry_at as wasm_error_retry_at,
   error_take as wasm_error_take,
   gen_fill as wasm_gen_fill,
@@ -209,14 +208,11 @@ export function createGenerator(owner, layout, workerId, onRollback, maxWaitMs, 
   return handle;
 }
 
+/** A generator from a state record (core's `State::from_record` checks its form): the fingerprint as decimal text. */
 export function resumeGenerator(owner, layout, fingerprint, workerId, clockSeq, marks, onRollback, maxWaitMs, maxDriftMs) {
-  if (marks.length > 16 && marks.slice(16).some((mark) => mark !== null)) {
-    wasm_error_high_water_out_of_range();
-    throw takeError();
-  }
   fresh();
   for (let k = 0; k < 16; k++) f64[k] = k < marks.length && marks[k] !== null ? marks[k] : -1;
-  const handle = wasm_gen_resume(layout, fingerprint, workerId, clockSeq, onRollback ?? '', maxWaitMs ?? -1, maxDriftMs ?? -1);
+  const handle = wasm_gen_resume(layout, fingerprint, workerId, clockSeq, marks.length, onRollback ?? '', maxWaitMs ?? -1, maxDriftMs ?? -1);
   if (handle < 0) throw takeError();
   freeing?.register(owner, handle, owner);
   return handle;

@@ -347,9 +347,8 @@ pub fn leased_state(generator: &External<LeasedGenerator>) -> StateOut {
         worker_id: number(state.worker_id),
         clock_seq: number(state.clock_seq),
         high_water_ms: state
-            .high_water_ms
+            .marks(generator.layout())
             .iter()
-            .take(generator.layout().clock_seqs() as usize)
             .map(|mark| mark.map(number))
             .collect(),
     }

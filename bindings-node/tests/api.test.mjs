@@ -126,7 +126,15 @@ test('state: JSON-safe, resumes without repeating', () => {
   assert.ok(Generator.resume(copy).nextIdAt(T + 1) > last);
   assert.equal(Generator.resume(copy, { layout: 'clockseq', onRollback: 'fail' }).options.onRollback, 'fail');
   throwsCoded(() => Generator.resume(copy, { layout: 'twitter' }), 'INVALID_STATE');
-  throwsCoded(() => Generator.resume({ ...copy, highWaterMs: [T] }), 'INVALID_STATE');
+  // The record's form is core's rule (State::from_record), with core's messages.
+  assert.equal(
+    throwsCoded(() => Generator.resume({ ...copy, highWaterMs: [T] }), 'INVALID_STATE').message,
+    'invalid state: expected 8 high-water marks, one per clock sequence of the layout, found 1',
+  );
+  assert.equal(
+    throwsCoded(() => Generator.resume({ ...copy, layoutFingerprint: '18446744073709551616' }), 'INVALID_STATE').message,
+    'invalid state: the layout fingerprint is not a decimal number below 2^64',
+  );
   throwsCoded(() => Generator.resume({ ...copy, extra: 1 }), 'INVALID_STATE');
   throwsCoded(() => Generator.resume({ ...copy, layoutFingerprint: 'x' }), 'INVALID_STATE');
   throwsCoded(() => Generator.resume({ ...copy, highWaterMs: copy.highWaterMs.map(() => -1) }), 'INVALID_STATE');

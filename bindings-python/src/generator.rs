@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use clockflake::{Clock, Error, Generator, Layout, MonotonicClock, State, MAX_CLOCK_SEQS};
+use clockflake::{Clock, Error, Generator, Layout, MonotonicClock, State};
 use clockflake_lease::{fork, LeaseCounters, LeaseOptions, LeaseStats};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -247,13 +247,11 @@ fn state_dict<'py>(
     state: &State,
     layout: &Layout,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let count = layout.clock_seqs() as usize;
     let dict = PyDict::new(py);
     dict.set_item("layout_fingerprint", state.layout_fingerprint.to_string())?;
     dict.set_item("worker_id", state.worker_id)?;
     dict.set_item("clock_seq", state.clock_seq)?;
-    let marks: Vec<Option<u64>> = state.high_water_ms.iter().take(count).copied().collect();
-    dict.set_item("high_water_ms", PyList::new(py, marks)?)?;
+    dict.set_item("high_water_ms", PyList::new(py, state.marks(layout))?)?;
     Ok(dict)
 }
 
@@ -603,10 +601,11 @@ fn state_arg(value: &Bound<'_, PyAny>, layout: &Layout) -> Result<State, Refusal
             .flatten()
             .ok_or_else(|| invalid(format!("missing key {key:?}")))
     };
+    // The fingerprint as a decimal str (or the int it stands for), read by core.
     let fingerprint = get("layout_fingerprint")?;
-    let layout_fingerprint = match fingerprint.cast::<PyString>() {
-        Ok(text) => text.to_str().ok().and_then(|t| t.parse::<u64>().ok()),
-        Err(_) => as_u64(&fingerprint).ok(),
+    let fingerprint = match fingerprint.cast::<PyString>() {
+        Ok(text) => text.to_str().map(str::to_owned).ok(),
+        Err(_) => as_u64(&fingerprint).ok().map(|n| n.to_string()),
     }
     .ok_or_else(|| invalid("expected layout_fingerprint as a decimal str".into()))?;
     let worker_id = worker_id_arg(&get("worker_id")?, layout)?;
@@ -615,30 +614,27 @@ fn state_arg(value: &Bound<'_, PyAny>, layout: &Layout) -> Result<State, Refusal
     let marks = get("high_water_ms")?;
     let marks =
         list_items(&marks).ok_or_else(|| invalid("expected high_water_ms as a list".into()))?;
-    if marks.len() > MAX_CLOCK_SEQS {
-        return Err(invalid(format!(
-            "expected at most {MAX_CLOCK_SEQS} high-water marks, found {}",
-            marks.len()
-        )));
-    }
-    let mut high_water_ms = [None; MAX_CLOCK_SEQS];
-    for (slot, mark) in high_water_ms.iter_mut().zip(&marks) {
-        if mark.is_none() {
-            continue;
-        }
-        *slot = Some(as_u64(mark).map_err(|p| {
-            invalid(format!(
-                "expected each high-water mark as Unix ms or None, found {}",
-                p.found()
-            ))
-        })?);
-    }
-    Ok(State {
-        layout_fingerprint,
+    let marks = marks
+        .iter()
+        .map(|mark| {
+            if mark.is_none() {
+                return Ok(None);
+            }
+            as_u64(mark).map(Some).map_err(|p| {
+                invalid(format!(
+                    "expected each high-water mark as Unix ms or None, found {}",
+                    p.found()
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(State::from_record(
+        layout,
+        &fingerprint,
         worker_id,
         clock_seq,
-        high_water_ms,
-    })
+        marks,
+    )?)
 }
 
 /// The dict `stats()` returns: the lease crate's figures, or (`lease` None: a fixed worker id,

@@ -193,7 +193,10 @@ def test_resume_refuses_another_layout_and_malformed_state() -> None:
         {**state, "high_water_ms": "x"},
         {**state, "high_water_ms": [1.5]},
         {**state, "high_water_ms": [None] * 17},
-        {**state, "high_water_ms": [0]},  # before the epoch
+        {**state, "high_water_ms": [0] + [None] * 7},  # before the epoch
+        # A mark left out would let a used clock sequence pass for a fresh one.
+        {**state, "high_water_ms": state["high_water_ms"][:1]},
+        {**state, "high_water_ms": []},
     ):
         with pytest.raises(InvalidStateError):
             Generator.resume(broken)  # type: ignore[arg-type]

@@ -40,6 +40,11 @@ fn main() {
             found: 3,
         }),
         Error::InvalidState(StateProblem::HighWaterOutOfRange),
+        Error::InvalidState(StateProblem::FingerprintNotDecimal),
+        Error::InvalidState(StateProblem::MarkCount {
+            expected: 8,
+            found: 1,
+        }),
         Error::InvalidPublicId(PublicIdProblem::WrongLength { found: 0 }),
         Error::InvalidPublicId(PublicIdProblem::WrongLength { found: 17 }),
         Error::InvalidPublicId(PublicIdProblem::OutOfRange),

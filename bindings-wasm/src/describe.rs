@@ -5,7 +5,7 @@
 //! the JS rebuild against them.
 //!
 //! Kinds: 0 for variants without a sub-kind; `InvalidId` 0..=5, `InvalidLayout` 0..=8,
-//! `InvalidState` 0..=2 and `InvalidPublicId` 0..=3 in declaration order; 255 for a variant this crate does not know
+//! `InvalidState` 0..=4 and `InvalidPublicId` 0..=3 in declaration order; 255 for a variant this crate does not know
 //! (the message then falls back to the code). An absent `retry_at_ms` is `u64::MAX`.
 
 use clockflake::{Error, InvalidId, LayoutProblem, PublicIdProblem, StateProblem};
@@ -42,6 +42,8 @@ pub fn describe(error: &Error) -> (u32, [u64; 4]) {
             StateProblem::LayoutMismatch { expected, found } => (0, [expected, found, 0, 0]),
             StateProblem::ClockSeqOutOfRange => (1, [0; 4]),
             StateProblem::HighWaterOutOfRange => (2, [0; 4]),
+            StateProblem::FingerprintNotDecimal => (3, [0; 4]),
+            StateProblem::MarkCount { expected, found } => (4, [expected, found, 0, 0]),
         },
         Error::UnknownLayout
         | Error::UnknownPolicy

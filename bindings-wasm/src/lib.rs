@@ -18,7 +18,7 @@ use std::vec::Vec;
 
 use clockflake::{
     Error, Field, Generator, Layout, LayoutProblem, Options, Parts, Policy, PublicIds, State,
-    StateProblem, WaitStep, MAX_CLOCK_SEQS,
+    WaitStep, MAX_CLOCK_SEQS,
 };
 use wasm_bindgen::prelude::*;
 
@@ -169,12 +169,6 @@ pub fn wait_step(at_ms: f64, start_ms: f64, now_ms: f64, elapsed_ms: f64) -> f64
             -2.0
         }
     }
-}
-
-/// Records `INVALID_STATE` (a saved state with more high-water marks than any layout has).
-#[wasm_bindgen]
-pub fn error_high_water_out_of_range() {
-    fail::<i32>(Error::InvalidState(StateProblem::HighWaterOutOfRange));
 }
 
 /// Records `WORKER_ID_INVALIDATED` (a generator used after `free()`).
@@ -482,34 +476,35 @@ pub fn gen_new(
     }
 }
 
-/// A generator continued from a saved state, or -1. The high-water marks are in scratch64
-/// \[0..16\] as f64 Unix ms, negative for none.
+/// A generator continued from a saved state record (core's `State::from_record`: the
+/// fingerprint as decimal text, `mark_count` marks), or -1. The marks are in scratch64
+/// \[0..16\] as f64 Unix ms, negative for none; marks past the 16th (no layout has them) count
+/// but are not passed.
 #[wasm_bindgen]
+#[allow(clippy::too_many_arguments)]
 pub fn gen_resume(
     layout: u32,
-    fingerprint: u64,
+    fingerprint: &str,
     worker_id: f64,
     clock_seq: f64,
+    mark_count: u32,
     policy: &str,
     max_wait_ms: f64,
     max_drift_ms: f64,
 ) -> i32 {
-    let mut high_water_ms = [None; MAX_CLOCK_SEQS];
-    for (k, mark) in high_water_ms.iter_mut().enumerate() {
-        let ms = getf(k);
-        if ms >= 0.0 {
-            *mark = Some(ms as u64);
-        }
-    }
-    let state = State {
-        layout_fingerprint: fingerprint,
-        worker_id: worker_id as u64,
-        clock_seq: clock_seq as u64,
-        high_water_ms,
-    };
+    let marks = (0..mark_count as usize).map(|k| {
+        let ms = if k < MAX_CLOCK_SEQS { getf(k) } else { -1.0 };
+        (ms >= 0.0).then_some(ms as u64)
+    });
     let made = layout_at(layout).and_then(|layout| {
-        let options = options(policy, max_wait_ms, max_drift_ms)?;
-        Generator::resume(layout, &state, options)
+        let state = State::from_record(
+            &layout,
+            fingerprint,
+            worker_id as u64,
+            clock_seq as u64,
+            marks,
+        )?;
+        Generator::resume(layout, &state, options(policy, max_wait_ms, max_drift_ms)?)
     });
     match made {
         Ok(generator) => register(generator),
@@ -564,10 +559,11 @@ pub fn gen_state(handle: u32) -> i32 {
         put64(0, state.layout_fingerprint);
         putf(1, state.worker_id as f64);
         putf(2, state.clock_seq as f64);
-        for (k, mark) in state.high_water_ms.iter().enumerate() {
+        let marks = state.marks(generator.layout());
+        for (k, mark) in marks.iter().enumerate() {
             putf(3 + k, mark.map_or(-1.0, |ms| ms as f64));
         }
-        Ok(generator.layout().clock_seqs() as i32)
+        Ok(marks.len() as i32)
     })
 }
 

@@ -222,6 +222,16 @@ pub enum StateProblem {
     ClockSeqOutOfRange,
     /// A high-water mark lies outside the layout's lifetime, or names a clock sequence the layout lacks.
     HighWaterOutOfRange,
+    /// The layout fingerprint of a state record is not a decimal number below 2^64.
+    FingerprintNotDecimal,
+    /// A state record holds another number of high-water marks than the layout has clock
+    /// sequences (a mark left out would let a used clock sequence pass for a fresh one).
+    MarkCount {
+        /// The layout's clock sequences.
+        expected: u64,
+        /// The marks in the record.
+        found: u64,
+    },
 }
 
 impl Error {
@@ -557,6 +567,13 @@ impl fmt::Display for StateProblem {
             }
             StateProblem::HighWaterOutOfRange => f.write_str(
                 "a high-water mark lies outside the layout's lifetime or names a missing clock sequence",
+            ),
+            StateProblem::FingerprintNotDecimal => {
+                f.write_str("the layout fingerprint is not a decimal number below 2^64")
+            }
+            StateProblem::MarkCount { expected, found } => write!(
+                f,
+                "expected {expected} high-water marks, one per clock sequence of the layout, found {found}"
             ),
         }
     }

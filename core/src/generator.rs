@@ -122,6 +122,69 @@ pub struct State {
 }
 
 impl State {
+    /// Reads a state record as the bindings hand it out and take it back (JSON-safe: the
+    /// layout's fingerprint as a decimal string, one high-water mark per clock sequence of
+    /// `layout`, `None` for one never used). The record's form is checked here, the rest by
+    /// [`Generator::resume`]: a record with fewer marks than the layout has clock sequences is
+    /// refused, as a mark left out would let a used clock sequence pass for a fresh one.
+    ///
+    /// ```
+    /// use clockflake::{Generator, Layout, Options, State};
+    /// let gen = Generator::new(Layout::TWITTER, 3, Options::default())?;
+    /// gen.next_id_at(1_735_689_600_000)?;
+    /// let saved = gen.state();
+    /// let text = saved.layout_fingerprint.to_string();
+    /// let marks = saved.marks(&Layout::TWITTER).to_vec();
+    /// assert_eq!(State::from_record(&Layout::TWITTER, &text, 3, 0, marks.clone())?, saved);
+    /// assert!(State::from_record(&Layout::TWITTER, "x", 3, 0, marks).is_err());
+    /// assert!(State::from_record(&Layout::TWITTER, &text, 3, 0, []).is_err());
+    /// # Ok::<(), clockflake::Error>(())
+    /// ```
+    pub fn from_record<M>(
+        layout: &Layout,
+        layout_fingerprint: &str,
+        worker_id: u64,
+        clock_seq: u64,
+        marks: M,
+    ) -> Result<State, Error>
+    where
+        M: IntoIterator<Item = Option<u64>>,
+        M::IntoIter: ExactSizeIterator,
+    {
+        let invalid = |problem| Error::InvalidState(problem);
+        let digits = layout_fingerprint.as_bytes();
+        if digits.is_empty() || digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
+            return Err(invalid(StateProblem::FingerprintNotDecimal));
+        }
+        let layout_fingerprint = layout_fingerprint
+            .parse()
+            .map_err(|_| invalid(StateProblem::FingerprintNotDecimal))?;
+        let marks = marks.into_iter();
+        if marks.len() as u64 != layout.clock_seqs() {
+            return Err(invalid(StateProblem::MarkCount {
+                expected: layout.clock_seqs(),
+                found: marks.len() as u64,
+            }));
+        }
+        let mut high_water_ms = [None; MAX_CLOCK_SEQS];
+        for (slot, mark) in high_water_ms.iter_mut().zip(marks) {
+            *slot = mark;
+        }
+        Ok(State {
+            layout_fingerprint,
+            worker_id,
+            clock_seq,
+            high_water_ms,
+        })
+    }
+
+    /// The high-water marks of the state record: one per clock sequence of `layout`.
+    pub fn marks(&self, layout: &Layout) -> &[Option<u64>] {
+        let count =
+            usize::try_from(layout.clock_seqs()).map_or(MAX_CLOCK_SEQS, |n| n.min(MAX_CLOCK_SEQS));
+        &self.high_water_ms[..count]
+    }
+
     /// Raises the current clock sequence's mark to `until_ms`: persist the result before
     /// issuing ids up to that time, and a crash never loses track of what was issued.
     pub fn reserve(&mut self, until_ms: u64) {
