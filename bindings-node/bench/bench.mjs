@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
+import { burst, firstCall, median, perCall } from './timing.mjs';
 
 const require = createRequire(import.meta.url);
 const clockflake = require('../lib/index.cjs');
@@ -67,20 +68,6 @@ function implementations() {
   ];
 }
 
-function nextTick() {
-  const t = Date.now();
-  while (Date.now() === t);
-}
-
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-
-// biome-ignore lint/correctness/noUnusedVariables: written to keep the benchmarked results alive
-let sink;
-
 function sustained(impl, seconds = 1) {
   const ids = impl.strings ? [] : new BigUint64Array(16_000_000);
   let n = 0;
@@ -108,61 +95,14 @@ function sustained(impl, seconds = 1) {
   return { rate, duplicates, count: n, cpuShare };
 }
 
-function burst(fn, bursts = 300) {
-  const samples = [];
-  for (let b = 0; b < bursts; b++) {
-    nextTick();
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < 1000; i++) sink = fn();
-    samples.push(Number(process.hrtime.bigint() - t0) / 1000);
-  }
-  return median(samples);
-}
-
-/**
- * One call just after the ms changes (the cost a caller needing one id now and then pays), timer
- * cost subtracted: { median, p99 } in ns.
- */
-function firstCall(fn, samples = 300) {
-  const took = [];
-  const timer = [];
-  for (let k = 0; k < samples; k++) {
-    nextTick();
-    const t0 = process.hrtime.bigint();
-    sink = fn();
-    const t1 = process.hrtime.bigint();
-    const t2 = process.hrtime.bigint();
-    took.push(Number(t1 - t0));
-    timer.push(Number(t2 - t1));
-  }
-  const timerCost = median(timer);
-  const sorted = took.map((t) => Math.max(0, t - timerCost)).sort((a, b) => a - b);
-  return { median: median(sorted), p99: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] };
-}
-
 function decodeCost(impl, passes = 300) {
-  const ids = [];
-  for (let i = 0; i < 1000; i++) ids.push(impl.next());
+  const ids = Array.from({ length: 1000 }, () => impl.next());
   const decode = impl.decode;
-  const samples = [];
-  for (let p = 0; p < passes; p++) {
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < 1000; i++) sink = decode(ids[i]);
-    samples.push(Number(process.hrtime.bigint() - t0) / 1000);
-  }
-  return median(samples);
+  return perCall((i) => decode(ids[i]), passes);
 }
 
-function batchCost(impl, bursts = 300) {
-  const samples = [];
-  for (let b = 0; b < bursts; b++) {
-    nextTick();
-    const t0 = process.hrtime.bigint();
-    sink = impl.batch(1000);
-    samples.push(Number(process.hrtime.bigint() - t0) / 1000);
-  }
-  return median(samples); // ns per id
-}
+/** ns per id of `nextIds(1000)` started just after a tick. */
+const batchCost = (impl, bursts = 300) => burst(() => impl.batch(1000), bursts, 1) / 1000;
 
 const results = new Map(); // name -> { rate: [], duplicates: [], raw: [], decode: [], batch: [] }
 const impls = implementations();
@@ -175,15 +115,7 @@ function publicIdCosts(passes = 300) {
   const ids = new clockflake.Generator({ workerId: 9 }).nextIds(1000);
   const pubs = Array.from(ids, (id) => codec.encode(id));
   const texts = Array.from(ids, (id) => codec.encodeText(id));
-  const per = (fn) => {
-    const samples = [];
-    for (let p = 0; p < passes; p++) {
-      const t0 = process.hrtime.bigint();
-      for (let i = 0; i < 1000; i++) sink = fn(i);
-      samples.push(Number(process.hrtime.bigint() - t0) / 1000);
-    }
-    return median(samples);
-  };
+  const per = (fn) => perCall(fn, passes);
   return {
     encode: per((i) => codec.encode(ids[i])),
     decode: per((i) => codec.decode(pubs[i])),

@@ -187,6 +187,11 @@ fn body_response(content_type: &'static str, body: Vec<u8>) -> Response {
 }
 
 const JSON: &str = "application/json";
+
+/// A JSON value as the response body.
+fn json_response(body: &serde_json::Value) -> Response {
+    body_response(JSON, body.to_string().into_bytes())
+}
 const TEXT: &str = "text/plain; charset=utf-8";
 
 async fn get_id(State(app): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
@@ -339,7 +344,7 @@ async fn decode(
         "workerId": parts.worker_id,
         "sequence": parts.sequence,
     });
-    Ok(body_response(JSON, body.to_string().into_bytes()))
+    Ok(json_response(&body))
 }
 
 /// The body as a JSON object and its string field `name`.
@@ -420,8 +425,9 @@ async fn public_encode(
     let text = string_field(body, "id")?;
     let id = app.supervisor.layout().parse_id(&text)?;
     let public = codec.encode_text(id)?;
-    let body = json!({ "id": id.to_string(), "public": public.as_str() });
-    Ok(body_response(JSON, body.to_string().into_bytes()))
+    Ok(json_response(
+        &json!({ "id": id.to_string(), "public": public.as_str() }),
+    ))
 }
 
 async fn public_decode(
@@ -431,8 +437,9 @@ async fn public_decode(
     let codec = public_ids(&app)?;
     let text = string_field(body, "public")?;
     let id = codec.decode_text(&text)?;
-    let body = json!({ "public": text.to_ascii_uppercase(), "id": id.to_string() });
-    Ok(body_response(JSON, body.to_string().into_bytes()))
+    Ok(json_response(
+        &json!({ "public": text.to_ascii_uppercase(), "id": id.to_string() }),
+    ))
 }
 
 async fn healthz() -> Response {
@@ -456,7 +463,7 @@ async fn readyz(State(app): Shared) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    let mut response = (status, body_response(JSON, body.to_string().into_bytes())).into_response();
+    let mut response = (status, json_response(&body)).into_response();
     if !snapshot.ready {
         response
             .headers_mut()
