@@ -518,7 +518,7 @@ export class Generator {
     if (this.#closed) return;
     this.#closed = true;
     engine.freeGenerator(this, this.#handle);
-    // Never a valid slot: the next call fails in the engine, and #refused says GENERATOR_CLOSED.
+    // Never a valid slot: the next call fails in the engine with core's GENERATOR_CLOSED.
     this.#handle = CLOSED_HANDLE;
   }
 
@@ -530,7 +530,6 @@ export class Generator {
   /** The rollback policy in force, and the waits it allows. */
   get options() {
     if (this.#lease !== null) return { ...this.#leaseOptions };
-    if (this.#closed) throw engine.generatorClosed();
     return engine.generatorOptions(this.#handle);
   }
 
@@ -567,7 +566,7 @@ export class Generator {
       return call(native.leasedNextIdAt, this.#lease, now);
     }
     const id = engine.nextIdAt(this.#handle, now);
-    if (id < 0n) throw this.#refused();
+    if (id < 0n) throw engine.takeError();
     return id;
   }
 
@@ -615,14 +614,7 @@ export class Generator {
    */
   state() {
     if (this.#lease !== null) return native.leasedState(this.#lease);
-    if (this.#closed) throw engine.generatorClosed();
     return engine.generatorState(this.#handle);
-  }
-
-  /** The refusal the engine left for the last call (GENERATOR_CLOSED once closed). */
-  #refused() {
-    const error = engine.takeError();
-    return this.#closed ? engine.generatorClosed() : error;
   }
 
   /**
@@ -635,7 +627,7 @@ export class Generator {
   #retry(now, attempt) {
     for (;;) {
       const at = engine.blockingRetryAt(now);
-      if (at < 0) throw this.#refused();
+      if (at < 0) throw engine.takeError();
       now = this.#waitUntil(at, now);
       const outcome = attempt(now);
       if (outcome >= 0) return outcome;

@@ -259,11 +259,6 @@ export function copyIds(out, offset, count) {
  */
 export const blockingRetryAt = wasm_error_retry_at;
 
-/** Core's `GENERATOR_CLOSED`, for a generator whose `close()` was called. */
-export function generatorClosed() {
-  return new ClockflakeError('GENERATOR_CLOSED', formatMessage('GENERATOR_CLOSED', 0, [0n, 0n, 0n, 0n]));
-}
-
 /**
  * One step of a wait for the clock to read `atMs` (core's `wait_step`): -1 once it does, else
  * the ms to sleep before reading it again (0: spin once); throws `CLOCK_NOT_ADVANCING` when the

@@ -129,7 +129,7 @@ test('state: JSON-safe, resumes without repeating', () => {
   // The record's form is core's rule (State::from_record), with core's messages.
   assert.equal(
     throwsCoded(() => Generator.resume({ ...copy, highWaterMs: [T] }), 'INVALID_STATE').message,
-    'invalid state: expected 8 high-water marks, one per clock sequence of the layout, found 1',
+    'invalid state: expected 8 high-water marks (one per clock sequence), found 1',
   );
   assert.equal(
     throwsCoded(() => Generator.resume({ ...copy, layoutFingerprint: '18446744073709551616' }), 'INVALID_STATE').message,

@@ -56,7 +56,7 @@ function stateProblem(kind, [a, b]) {
     case 1: return 'its clock sequence does not exist in this layout';
     case 2: return "a high-water mark lies outside the layout's lifetime or names a missing clock sequence";
     case 3: return 'the layout fingerprint is not a decimal number below 2^64';
-    case 4: return `expected ${a} high-water marks, one per clock sequence of the layout, found ${b}`;
+    case 4: return `expected ${a} high-water marks (one per clock sequence), found ${b}`;
     default: return 'invalid state';
   }
 }

@@ -171,12 +171,6 @@ pub fn wait_step(at_ms: f64, start_ms: f64, now_ms: f64, elapsed_ms: f64) -> f64
     }
 }
 
-/// Records `WORKER_ID_INVALIDATED` (a generator used after `free()`).
-#[wasm_bindgen]
-pub fn error_freed() {
-    fail::<i32>(Error::WorkerIdInvalidated);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Layouts. A handle is an index: 0..PRESET_COUNT are the presets in `Layout::PRESETS` order,
 // the rest index the custom layouts registered so far (each distinct layout once).
@@ -428,7 +422,8 @@ fn slot_free<T>(slots: &'static LocalKey<Slots<T>>, handle: u32) {
 // Generators.
 
 fn with_generator<T: From<i8>>(handle: u32, run: impl FnOnce(&Generator) -> Result<T, Error>) -> T {
-    slot_use(&GENERATORS, handle, Error::WorkerIdInvalidated, run).unwrap_or_else(fail)
+    // A handle with no generator is one that was freed: the JS API frees on close().
+    slot_use(&GENERATORS, handle, Error::GeneratorClosed, run).unwrap_or_else(fail)
 }
 
 fn options(policy: &str, max_wait_ms: f64, max_drift_ms: f64) -> Result<Options, Error> {

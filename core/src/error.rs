@@ -573,7 +573,7 @@ impl fmt::Display for StateProblem {
             }
             StateProblem::MarkCount { expected, found } => write!(
                 f,
-                "expected {expected} high-water marks, one per clock sequence of the layout, found {found}"
+                "expected {expected} high-water marks (one per clock sequence), found {found}"
             ),
         }
     }

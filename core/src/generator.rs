@@ -152,13 +152,24 @@ impl State {
         M::IntoIter: ExactSizeIterator,
     {
         let invalid = |problem| Error::InvalidState(problem);
-        let digits = layout_fingerprint.as_bytes();
-        if digits.is_empty() || digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
-            return Err(invalid(StateProblem::FingerprintNotDecimal));
+        // Digits by hand rather than `str::parse`, whose code would double this in the wasm.
+        let not_decimal = || invalid(StateProblem::FingerprintNotDecimal);
+        if layout_fingerprint.is_empty() {
+            return Err(not_decimal());
         }
-        let layout_fingerprint = layout_fingerprint
-            .parse()
-            .map_err(|_| invalid(StateProblem::FingerprintNotDecimal))?;
+        let mut fingerprint: u64 = 0;
+        for byte in layout_fingerprint.bytes() {
+            fingerprint = byte
+                .is_ascii_digit()
+                .then(|| {
+                    fingerprint
+                        .checked_mul(10)?
+                        .checked_add(u64::from(byte - b'0'))
+                })
+                .flatten()
+                .ok_or_else(not_decimal)?;
+        }
+        let layout_fingerprint = fingerprint;
         let marks = marks.into_iter();
         if marks.len() as u64 != layout.clock_seqs() {
             return Err(invalid(StateProblem::MarkCount {
