@@ -191,9 +191,9 @@ impl State {
 
     /// The high-water marks of the state record: one per clock sequence of `layout`.
     pub fn marks(&self, layout: &Layout) -> &[Option<u64>] {
-        let count =
-            usize::try_from(layout.clock_seqs()).map_or(MAX_CLOCK_SEQS, |n| n.min(MAX_CLOCK_SEQS));
-        &self.high_water_ms[..count]
+        // A layout has at most MAX_CLOCK_SEQS clock sequences (checked by `Layout::new`).
+        let count = layout.clock_seqs() as usize;
+        self.high_water_ms.get(..count).unwrap_or(&self.high_water_ms)
     }
 
     /// Raises the current clock sequence's mark to `until_ms`: persist the result before
