@@ -193,7 +193,9 @@ impl State {
     pub fn marks(&self, layout: &Layout) -> &[Option<u64>] {
         // A layout has at most MAX_CLOCK_SEQS clock sequences (checked by `Layout::new`).
         let count = layout.clock_seqs() as usize;
-        self.high_water_ms.get(..count).unwrap_or(&self.high_water_ms)
+        self.high_water_ms
+            .get(..count)
+            .unwrap_or(&self.high_water_ms)
     }
 
     /// Raises the current clock sequence's mark to `until_ms`: persist the result before
