@@ -463,7 +463,8 @@ fn a_blocks_window_is_on_the_system_clock_whatever_the_generators_time() {
         tick
     );
     let shift = block.serve_from_ms() as i64 - tick as i64;
-    assert!((4998..=5002).contains(&shift), "window moved by {shift} ms");
+    // 5 s, give or take the moments between the two clock reads (the thread may be preempted).
+    assert!((4950..=5050).contains(&shift), "window moved by {shift} ms");
     assert_eq!(
         block.serve_until_ms() - block.serve_from_ms(),
         1,
