@@ -11,7 +11,8 @@
 // of more than one id only while its deadline is more than two ticks + 10 ms away (closer, one id
 // checked like any other), and the block is served only while `Date.now()` reads within the window
 // the lease gave it (its tick on the system clock, ended before the deadline: core's `IdBlock`).
-// So every id still goes out before the lease deadline, and no native call is made per id. `close()` empties the block first, and a timer drops a block left
+// So every id still goes out before the lease deadline, and no native call is made per id.
+// `close()` empties the block first, and a timer drops a block left
 // idle (see `#leasedRefill`).
 import * as engine from './engine.js';
 import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';

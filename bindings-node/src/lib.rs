@@ -245,21 +245,23 @@ pub fn leased_take(
     // SAFETY: the JavaScript thread is inside this call, so nothing else reads or writes the
     // typed array's memory meanwhile, and `out` is not used again after this function.
     let slots = unsafe { out.as_mut() };
-    let [ids @ .., tick_slot, from_slot, until_slot] = slots else {
+    // At least one id slot before the three of the window.
+    let Some(id_slots) = slots.len().checked_sub(3).filter(|&n| n > 0) else {
         return Err(bad_value(
             "leasedTake: expected a buffer of at least 4 slots".into(),
         ));
     };
-    if ids.is_empty() {
-        return Err(bad_value(
-            "leasedTake: expected a buffer of at least 4 slots".into(),
-        ));
-    }
+    let (ids, window) = slots.split_at_mut(id_slots);
     let wanted = (ids.len().min(max_count as usize) as u64).max(1);
     let block = lease(generator.next_block(wanted))?;
-    *tick_slot = (block.tick_ms() as f64).to_bits();
-    *from_slot = (block.serve_from_ms() as f64).to_bits();
-    *until_slot = (block.serve_until_ms() as f64).to_bits();
+    let times = [
+        block.tick_ms(),
+        block.serve_from_ms(),
+        block.serve_until_ms(),
+    ];
+    for (slot, ms) in window.iter_mut().zip(times) {
+        *slot = (ms as f64).to_bits();
+    }
     let mut count = 0u32;
     for (id, slot) in block.zip(ids.iter_mut()) {
         *slot = id;

@@ -159,14 +159,13 @@ impl State {
         }
         let mut fingerprint: u64 = 0;
         for byte in layout_fingerprint.bytes() {
-            fingerprint = byte
-                .is_ascii_digit()
-                .then(|| {
-                    fingerprint
-                        .checked_mul(10)?
-                        .checked_add(u64::from(byte - b'0'))
-                })
-                .flatten()
+            let digit = byte.wrapping_sub(b'0');
+            if digit > 9 {
+                return Err(not_decimal());
+            }
+            fingerprint = fingerprint
+                .checked_mul(10)
+                .and_then(|value| value.checked_add(u64::from(digit)))
                 .ok_or_else(not_decimal)?;
         }
         let layout_fingerprint = fingerprint;
