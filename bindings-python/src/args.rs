@@ -300,45 +300,88 @@ pub fn policy_arg(value: Option<&Bound<'_, PyAny>>) -> Result<Option<Policy>, Re
         .map_err(|_| unknown(repr_of(value)))
 }
 
-/// The generator options shared by `Generator(...)` and `Generator.resume(...)`.
+/// The keyword options of `Generator(...)`, `Generator.resume(...)` and `Generator.open(...)`,
+/// read from one `**options` dict: a value of `None` means the default.
 pub struct GeneratorArgs {
     pub layout: Layout,
     pub options: Options,
     pub clock: Option<Py<PyAny>>,
+    /// `Generator.open` only.
+    pub max_handover_wait_ms: Option<u64>,
+}
+
+/// Which method the options are for: each takes the four generator options and some of
+/// `clock` and `max_handover_wait_ms`.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Method {
+    New,
+    Resume,
+    Open,
+}
+
+impl Method {
+    fn name(self) -> &'static str {
+        match self {
+            Method::New => "Generator()",
+            Method::Resume => "Generator.resume()",
+            Method::Open => "Generator.open()",
+        }
+    }
 }
 
 pub fn generator_args(
-    layout: Option<&Bound<'_, PyAny>>,
-    on_rollback: Option<&Bound<'_, PyAny>>,
-    max_wait_ms: Option<&Bound<'_, PyAny>>,
-    max_drift_ms: Option<&Bound<'_, PyAny>>,
-    clock: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
+    method: Method,
 ) -> PyResult<GeneratorArgs> {
-    let layout = layout_arg(layout)?;
     let defaults = Options::default();
-    let ms = |value: Option<&Bound<'_, PyAny>>, name, default| match value.filter(|v| !v.is_none())
-    {
-        Some(v) => plain_u64(v, name),
-        None => Ok(default),
+    let mut args = GeneratorArgs {
+        layout: Layout::CLOCKSEQ,
+        options: defaults,
+        clock: None,
+        max_handover_wait_ms: None,
     };
-    let options = Options {
-        on_rollback: policy_arg(on_rollback)?,
-        max_wait_ms: ms(max_wait_ms, "max_wait_ms", defaults.max_wait_ms)?,
-        max_drift_ms: ms(max_drift_ms, "max_drift_ms", defaults.max_drift_ms)?,
-    };
-    let clock = match clock.filter(|c| !c.is_none()) {
-        Some(c) if c.is_callable() => Some(c.clone().unbind()),
-        Some(c) => {
+    for (key, value) in options.into_iter().flat_map(|dict| dict.iter()) {
+        let key = key.cast::<PyString>()?.to_str()?.to_owned();
+        let known = match key.as_str() {
+            "layout" | "on_rollback" | "max_wait_ms" | "max_drift_ms" | "clock" => true,
+            "max_handover_wait_ms" | "worker_id" => method == Method::Open,
+            _ => false,
+        };
+        if !known {
             return Err(PyTypeError::new_err(format!(
-                "clock: expected a callable returning Unix ms as an int, found {}",
-                repr_and_type(c)
-            )))
+                "{} got an unexpected keyword argument '{key}'",
+                method.name()
+            )));
         }
-        None => None,
-    };
-    Ok(GeneratorArgs {
-        layout,
-        options,
-        clock,
-    })
+        if value.is_none() {
+            continue;
+        }
+        match key.as_str() {
+            "layout" => args.layout = layout_arg(Some(&value))?,
+            "on_rollback" => args.options.on_rollback = policy_arg(Some(&value))?,
+            "max_wait_ms" => args.options.max_wait_ms = plain_u64(&value, "max_wait_ms")?,
+            "max_drift_ms" => args.options.max_drift_ms = plain_u64(&value, "max_drift_ms")?,
+            "max_handover_wait_ms" => {
+                args.max_handover_wait_ms = Some(plain_u64(&value, "max_handover_wait_ms")?)
+            }
+            "worker_id" => return Err(PyTypeError::new_err(
+                "Generator.open() takes no worker_id: the coordinator leases one (read it from \
+                     gen.worker_id); for a fixed worker id use Generator(worker_id=...)",
+            )),
+            _ if method == Method::Open => {
+                return Err(PyTypeError::new_err(
+                    "Generator.open() takes no clock: lease deadlines and reservations run on the \
+                     system clock; use Generator(worker_id=..., clock=...) to drive time in tests",
+                ))
+            }
+            _ if value.is_callable() => args.clock = Some(value.unbind()),
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "clock: expected a callable returning Unix ms as an int, found {}",
+                    repr_and_type(&value)
+                )))
+            }
+        }
+    }
+    Ok(args)
 }

@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use crate::args::{
-    as_u64, generator_args, list_items, plain_u64, time_arg, type_name, worker_id_arg, NotU64,
+    as_u64, generator_args, list_items, plain_u64, time_arg, type_name, worker_id_arg, Method,
+    NotU64,
 };
 use crate::errors::Refusal;
 use crate::leased::{invalid_uri, Leased};
@@ -258,16 +259,12 @@ fn state_dict<'py>(
 #[pymethods]
 impl PyGenerator {
     #[new]
-    #[pyo3(signature = (*, worker_id, layout = None, on_rollback = None, max_wait_ms = None, max_drift_ms = None, clock = None))]
+    #[pyo3(signature = (*, worker_id, **options))]
     fn new(
         worker_id: &Bound<'_, PyAny>,
-        layout: Option<&Bound<'_, PyAny>>,
-        on_rollback: Option<&Bound<'_, PyAny>>,
-        max_wait_ms: Option<&Bound<'_, PyAny>>,
-        max_drift_ms: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyGenerator> {
-        let args = generator_args(layout, on_rollback, max_wait_ms, max_drift_ms, clock)?;
+        let args = generator_args(options, Method::New)?;
         let worker_id = worker_id_arg(worker_id, &args.layout)?;
         PyGenerator::build(
             Generator::new(args.layout, worker_id, args.options),
@@ -291,41 +288,22 @@ impl PyGenerator {
     /// In a child process after a fork (from Python or from C), the first call leases a new
     /// worker id for the child from the same URI; the parent keeps its own.
     #[classmethod]
-    #[pyo3(signature = (uri, *, layout = None, on_rollback = None, max_wait_ms = None, max_drift_ms = None, max_handover_wait_ms = None, worker_id = None, clock = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (uri, **options))]
     fn open(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
         uri: &Bound<'_, PyAny>,
-        layout: Option<&Bound<'_, PyAny>>,
-        on_rollback: Option<&Bound<'_, PyAny>>,
-        max_wait_ms: Option<&Bound<'_, PyAny>>,
-        max_drift_ms: Option<&Bound<'_, PyAny>>,
-        max_handover_wait_ms: Option<&Bound<'_, PyAny>>,
-        worker_id: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyGenerator> {
-        if worker_id.is_some_and(|w| !w.is_none()) {
-            return Err(PyTypeError::new_err(
-                "Generator.open() takes no worker_id: the coordinator leases one (read it from \
-                 gen.worker_id); for a fixed worker id use Generator(worker_id=...)",
-            ));
-        }
-        if clock.is_some_and(|c| !c.is_none()) {
-            return Err(PyTypeError::new_err(
-                "Generator.open() takes no clock: lease deadlines and reservations run on the \
-                 system clock; use Generator(worker_id=..., clock=...) to drive time in tests",
-            ));
-        }
+        let args = generator_args(options, Method::Open)?;
         let uri = match uri.cast::<PyString>() {
             Ok(text) => text.to_str()?.to_owned(),
             Err(_) => return Err(invalid_uri(format!("a {}", type_name(uri)))),
         };
-        let args = generator_args(layout, on_rollback, max_wait_ms, max_drift_ms, None)?;
-        let max_handover_wait = match max_handover_wait_ms.filter(|v| !v.is_none()) {
-            Some(value) => Duration::from_millis(plain_u64(value, "max_handover_wait_ms")?),
-            None => LeaseOptions::default().max_handover_wait,
-        };
+        let max_handover_wait = args.max_handover_wait_ms.map_or(
+            LeaseOptions::default().max_handover_wait,
+            Duration::from_millis,
+        );
         let leased = Leased::open(py, uri, args.layout, args.options, max_handover_wait)?;
         Ok(PyGenerator {
             inner: Inner::Leased(leased),
@@ -338,16 +316,12 @@ impl PyGenerator {
     /// or below a saved high-water mark is issued again. Takes the same keyword options as
     /// `Generator(...)` except `worker_id`, which the state carries; the layout must match.
     #[staticmethod]
-    #[pyo3(signature = (state, *, layout = None, on_rollback = None, max_wait_ms = None, max_drift_ms = None, clock = None))]
+    #[pyo3(signature = (state, **options))]
     fn resume(
         state: &Bound<'_, PyAny>,
-        layout: Option<&Bound<'_, PyAny>>,
-        on_rollback: Option<&Bound<'_, PyAny>>,
-        max_wait_ms: Option<&Bound<'_, PyAny>>,
-        max_drift_ms: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyGenerator> {
-        let args = generator_args(layout, on_rollback, max_wait_ms, max_drift_ms, clock)?;
+        let args = generator_args(options, Method::Resume)?;
         let state = state_arg(state, &args.layout)?;
         PyGenerator::build(
             Generator::resume(args.layout, &state, args.options),

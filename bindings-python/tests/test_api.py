@@ -370,6 +370,19 @@ BAD_INPUT: list[
         "max_wait_ms",
     ),  # type: ignore[arg-type]
     ("clock not callable", lambda: Generator(worker_id=1, clock=5), TypeError, "callable"),  # type: ignore[arg-type]
+    ("unknown option", lambda: Generator(worker_id=1, max_wait=5), TypeError, "'max_wait'"),  # type: ignore[call-arg]
+    (
+        "resume takes no worker_id",
+        lambda: Generator.resume(gen1.state(), worker_id=2),  # type: ignore[call-arg]
+        TypeError,
+        "Generator.resume() got an unexpected keyword argument 'worker_id'",
+    ),
+    (
+        "open: unknown option before the URI is read",
+        lambda: Generator.open("file:///tmp/x?app=a", ttl=5),  # type: ignore[call-arg]
+        TypeError,
+        "'ttl'",
+    ),
     ("next_id_at negative", lambda: gen1.next_id_at(-1), TimestampOutOfRangeError, "found -1"),
     ("next_id_at float", lambda: gen1.next_id_at(1.5e12), TimestampOutOfRangeError, "float"),  # type: ignore[arg-type]
     ("next_id_at before epoch", lambda: gen1.next_id_at(0), EpochInFutureError, None),
