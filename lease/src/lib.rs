@@ -56,6 +56,7 @@ mod file;
 pub mod fixed;
 pub mod fork;
 mod generator;
+mod per_process;
 #[cfg(feature = "postgres")]
 mod pg;
 mod record;
@@ -73,6 +74,7 @@ pub use generator::{
     LeaseCounters, LeaseOptions, LeaseStats, LeasedGenerator, CLOSE_WAIT, FOLLOW_BACK_MS,
     RENEWAL_WAIT,
 };
+pub use per_process::{Direct, Host, PerProcess};
 #[cfg(feature = "postgres")]
 pub use pg::{PostgresCoordinator, SCHEMA};
 #[cfg(feature = "redis")]
