@@ -4,15 +4,15 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use clockflake::{Clock, Error, Generator, Layout, MonotonicClock, State};
+use clockflake::{Clock, Error, Generator, Layout, MonotonicClock, Options, State};
 use clockflake_lease::{fork, LeaseCounters, LeaseOptions, LeaseStats};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use crate::args::{
-    as_u64, generator_args, list_items, plain_u64, time_arg, type_name, worker_id_arg, Method,
-    NotU64,
+    as_u64, generator_args, list_items, plain_u64, time_arg, type_name, worker_id_arg,
+    GeneratorArgs, Method, NotU64,
 };
 use crate::errors::Refusal;
 use crate::leased::{invalid_uri, Leased};
@@ -176,10 +176,14 @@ fn not_current(mine: u64) -> PyErr {
 }
 
 impl PyGenerator {
-    fn build(inner: Result<Generator, Error>, clock: Option<Py<PyAny>>) -> PyResult<PyGenerator> {
+    /// A generator on a fixed worker id, made by core from the options.
+    fn build(
+        args: GeneratorArgs,
+        make: impl FnOnce(Layout, Options) -> Result<Generator, Error>,
+    ) -> PyResult<PyGenerator> {
         Ok(PyGenerator {
-            inner: Inner::Static(inner.map_err(Refusal::from)?),
-            clock,
+            inner: Inner::Static(make(args.layout, args.options).map_err(Refusal::from)?),
+            clock: args.clock,
             fork_generation: AtomicU64::new(fork::watch()),
         })
     }
@@ -266,10 +270,9 @@ impl PyGenerator {
     ) -> PyResult<PyGenerator> {
         let args = generator_args(options, Method::New)?;
         let worker_id = worker_id_arg(worker_id, &args.layout)?;
-        PyGenerator::build(
-            Generator::new(args.layout, worker_id, args.options),
-            args.clock,
-        )
+        PyGenerator::build(args, |layout, options| {
+            Generator::new(layout, worker_id, options)
+        })
     }
 
     /// A generator on a worker id leased from the coordinator `uri` names:
@@ -323,10 +326,9 @@ impl PyGenerator {
     ) -> PyResult<PyGenerator> {
         let args = generator_args(options, Method::Resume)?;
         let state = state_arg(state, &args.layout)?;
-        PyGenerator::build(
-            Generator::resume(args.layout, &state, args.options),
-            args.clock,
-        )
+        PyGenerator::build(args, |layout, options| {
+            Generator::resume(layout, &state, options)
+        })
     }
 
     /// The next id. Waits (with the GIL released) when the current tick is used up and the

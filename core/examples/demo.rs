@@ -3,11 +3,7 @@
 use clockflake::{Error, Generator, Layout, Options};
 
 fn show(layout: &Layout, label: &str, id: u64) -> Result<(), Error> {
-    let parts = layout.decode(id)?;
-    println!(
-        "  {label:<22} {id:>20}  timestamp_ms={} clock_seq={} worker={} sequence={}",
-        parts.timestamp_ms, parts.clock_seq, parts.worker_id, parts.sequence
-    );
+    println!("  {label:<22} {id:>20}  {}", layout.decode(id)?);
     Ok(())
 }
 

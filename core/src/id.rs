@@ -17,6 +17,22 @@ pub struct Parts {
     pub sequence: u64,
 }
 
+/// The parts as the demos and logs print them:
+///
+/// ```
+/// let parts = clockflake::Parts { timestamp_ms: 5, clock_seq: 1, worker_id: 7, sequence: 2 };
+/// assert_eq!(parts.to_string(), "timestamp_ms=5 clock_seq=1 worker=7 sequence=2");
+/// ```
+impl core::fmt::Display for Parts {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "timestamp_ms={} clock_seq={} worker={} sequence={}",
+            self.timestamp_ms, self.clock_seq, self.worker_id, self.sequence
+        )
+    }
+}
+
 impl Layout {
     /// Splits an id into its parts.
     ///

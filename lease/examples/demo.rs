@@ -5,11 +5,7 @@ use clockflake::Layout;
 use clockflake_lease::{open, LeaseError, LeaseOptions};
 
 fn show(layout: &Layout, label: &str, id: u64) -> Result<(), LeaseError> {
-    let parts = layout.decode(id)?;
-    println!(
-        "  {label:<10} {id:>20}  timestamp_ms={} clock_seq={} worker={} sequence={}",
-        parts.timestamp_ms, parts.clock_seq, parts.worker_id, parts.sequence
-    );
+    println!("  {label:<10} {id:>20}  {}", layout.decode(id)?);
     Ok(())
 }
 

@@ -149,12 +149,22 @@ impl LeaseError {
         }
     }
 
-    /// A renewal the coordinator did not apply: the lease on `worker_id` under `epoch` is gone.
+    /// The end of a renewal: `Ok` if the coordinator `applied` it, else the lease on
+    /// `worker_id` under `epoch` is gone and no longer `held`.
     #[cfg(any(feature = "postgres", feature = "redis"))]
-    pub(crate) fn taken_over(worker_id: u64, epoch: impl fmt::Display) -> LeaseError {
-        LeaseError::lost(format!(
+    pub(crate) fn unless_renewed<T>(
+        applied: bool,
+        held: &mut Option<T>,
+        worker_id: u64,
+        epoch: impl fmt::Display,
+    ) -> Result<(), LeaseError> {
+        if applied {
+            return Ok(());
+        }
+        *held = None;
+        Err(LeaseError::lost(format!(
             "the lease on worker id {worker_id} expired or was taken over (epoch {epoch})"
-        ))
+        )))
     }
 
     pub(crate) fn unavailable(coordinator: &str, reason: impl fmt::Display) -> LeaseError {

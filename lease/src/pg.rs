@@ -692,11 +692,7 @@ impl Coordinator for PostgresCoordinator {
                 ],
             )
         })?;
-        if updated != 1 {
-            self.held = None;
-            return Err(LeaseError::taken_over(worker_id, epoch));
-        }
-        Ok(())
+        LeaseError::unless_renewed(updated == 1, &mut self.held, worker_id, epoch)
     }
 
     fn release(&mut self, state: Option<&State>) -> Result<(), LeaseError> {

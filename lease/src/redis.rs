@@ -377,11 +377,7 @@ impl Coordinator for RedisCoordinator {
                 .arg(&record)
                 .invoke(connection)
         })?;
-        if renewed != 1 {
-            self.held = None;
-            return Err(LeaseError::taken_over(worker_id, epoch));
-        }
-        Ok(())
+        LeaseError::unless_renewed(renewed == 1, &mut self.held, worker_id, epoch)
     }
 
     fn release(&mut self, state: Option<&State>) -> Result<(), LeaseError> {

@@ -43,6 +43,8 @@ pub struct App {
 }
 
 type Shared = State<Arc<App>>;
+/// A request's body, or why axum could not read it (answered as a coded error).
+type JsonBody = Result<Bytes, BytesRejection>;
 
 /// Every route, with the label its metrics carry.
 pub const ROUTES: [&str; 10] = [
@@ -348,7 +350,7 @@ async fn decode(
 }
 
 /// The body as a JSON object and its string field `name`.
-fn string_field(body: Result<Bytes, BytesRejection>, name: &str) -> Result<String, ApiError> {
+fn string_field(body: JsonBody, name: &str) -> Result<String, ApiError> {
     let bytes = body.map_err(|rejection| {
         let status = rejection.status();
         let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -417,10 +419,7 @@ fn public_ids(app: &App) -> Result<&PublicIds, ApiError> {
     })
 }
 
-async fn public_encode(
-    State(app): Shared,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+async fn public_encode(State(app): Shared, body: JsonBody) -> Result<Response, ApiError> {
     let codec = public_ids(&app)?;
     let text = string_field(body, "id")?;
     let id = app.supervisor.layout().parse_id(&text)?;
@@ -430,10 +429,7 @@ async fn public_encode(
     ))
 }
 
-async fn public_decode(
-    State(app): Shared,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+async fn public_decode(State(app): Shared, body: JsonBody) -> Result<Response, ApiError> {
     let codec = public_ids(&app)?;
     let text = string_field(body, "public")?;
     let id = codec.decode_text(&text)?;

@@ -11,25 +11,18 @@ use crate::LeaseError;
 /// The target of a `postgres://` or `postgresql://` URI.
 pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
     let parts = parse(uri)?;
-    let Common {
-        app,
-        ttl,
-        reserve,
-        table,
-        write_delay,
-        mut passthrough,
-    } = common(uri, &parts)?;
-    if reserve.is_some() || write_delay.is_some() {
+    let params: Common = common(uri, &parts)?;
+    if params.reserve.is_some() || params.write_delay.is_some() {
         return Err(invalid(
             uri,
             "postgres:// reserves state up to the lease deadline: set ttl, not reserve",
         ));
     }
-    let ttl = ttl.unwrap_or(DEFAULT_TTL);
+    let ttl = params.ttl.unwrap_or(DEFAULT_TTL);
     if ttl < Duration::from_millis(200) || ttl > Duration::from_secs(86_400) {
         return Err(invalid(uri, "ttl must be between 200ms and 1 day"));
     }
-    let table = table.unwrap_or_else(|| DEFAULT_TABLE.to_owned());
+    let table = params.table.unwrap_or_else(|| DEFAULT_TABLE.to_owned());
     let table_ok = table.len() <= 63
         && table.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
         && table
@@ -43,6 +36,7 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
     }
     // sslmode and sslrootcert as libpq means them (the `postgres` crate knows three modes,
     // and no sslrootcert), and the start-up clock check's bound.
+    let mut passthrough = params.passthrough;
     let mut take = |name: &str| {
         let at = passthrough.iter().position(|(key, _)| *key == name)?;
         Some(passthrough.remove(at).1)
@@ -63,6 +57,7 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
         Some(value) => crate::coordinator::parse_max_skew(uri, value)?,
     };
     let config = pg_config(uri, &parts, &passthrough)?;
+    let app = params.app;
     let describe = format!("{}?app={app}", parts.base());
     Ok(Target {
         coordinator: Box::new(
