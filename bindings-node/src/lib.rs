@@ -18,7 +18,7 @@ use std::cell::Cell;
 
 use std::time::Duration;
 
-use clockflake::{Error as CoreError, Field, Generator, Layout, Options, Policy};
+use clockflake::{Error as CoreError, Field, Layout, Options, Policy};
 use clockflake_lease::{LeaseError, LeaseOptions, LeasedGenerator};
 use napi::bindgen_prelude::{BigUint64ArraySlice, External};
 use napi_derive::napi;
@@ -213,10 +213,8 @@ pub fn resolve_options(
     max_drift_ms: Option<f64>,
 ) -> Result<OptionsOut> {
     let options = options(policy, max_wait_ms, max_drift_ms)?;
-    let probe = core(Generator::new(**layout, 0, options))?;
-    let options = probe.options();
     Ok(OptionsOut {
-        on_rollback: probe.policy().name().into(),
+        on_rollback: options.policy_for(layout).name().into(),
         max_wait_ms: number(options.max_wait_ms),
         max_drift_ms: number(options.max_drift_ms),
     })

@@ -16,7 +16,6 @@ use crate::errors::Refusal;
 pub struct Leased {
     /// `None` only while being dropped.
     inner: Option<PerProcess>,
-    policy: Policy,
 }
 
 /// The lease crate's host in Python: blocking work without the GIL, pauses that check for
@@ -77,9 +76,6 @@ impl Leased {
         };
         Ok(Leased {
             inner: Some(PerProcess::open(&Gil(py), &uri, layout, options)?),
-            policy: generator
-                .on_rollback
-                .unwrap_or(Policy::default_for(&layout)),
         })
     }
 
@@ -173,7 +169,7 @@ impl Leased {
     }
 
     pub fn policy(&self) -> Policy {
-        self.policy
+        self.options().policy_for(self.layout())
     }
 
     pub fn options(&self) -> Options {

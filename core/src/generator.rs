@@ -95,6 +95,17 @@ pub struct Options {
     pub max_drift_ms: u64,
 }
 
+impl Options {
+    /// The rollback policy these options give a generator of `layout`: `on_rollback`, or
+    /// [`Policy::default_for`] the layout when it is unset.
+    pub const fn policy_for(&self, layout: &Layout) -> Policy {
+        match self.on_rollback {
+            Some(policy) => policy,
+            None => Policy::default_for(layout),
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -382,7 +393,7 @@ impl Generator {
             slow_path: AtomicBool::new(false),
             layout,
             worker_id,
-            policy: options.on_rollback.unwrap_or(Policy::default_for(&layout)),
+            policy: options.policy_for(&layout),
             max_wait_ms: options.max_wait_ms,
             max_drift_ms: options.max_drift_ms,
             worker_in_place: worker_id << layout.shift(Field::Worker),
