@@ -129,15 +129,8 @@ impl Clock for PyClock<'_, '_> {
     }
 }
 
-/// The time to wait for after `error` at `now_ms`, or the refusal itself when it is final or
-/// its wait too long (core's rule: the next tick within `Generator::MAX_TICK_WAIT_MS`, a clock
-/// step back within `max_wait_ms`).
-fn retry_time(error: Error, now_ms: u64) -> PyResult<u64> {
-    Generator::blocking_retry_at(&error, now_ms).ok_or_else(|| PyErr::from(Refusal::from(error)))
-}
-
-/// A Python exception out of core's wait loop (`clockflake::wait_until`): a signal handler's,
-/// or core's `CLOCK_NOT_ADVANCING`.
+/// A Python exception out of core's retry loop (`clockflake::retry_after`): a refusal, a
+/// signal handler's, or core's `CLOCK_NOT_ADVANCING`.
 struct WaitInterrupted(PyErr);
 
 impl From<Error> for WaitInterrupted {
@@ -146,23 +139,25 @@ impl From<Error> for WaitInterrupted {
     }
 }
 
-/// Waits until `clock` reads the retry time of `error`, on core's wait loop: each pause sleeps
-/// without the GIL (at most `WAIT_SLICE`; `SPIN_PAUSE` through the last 2 ms), then checks for
-/// signals (Ctrl-C). Raises `error` at once when it has no retry time or the wait would be too
-/// long (`retry_time`). A Python clock is read with the GIL held, between pauses; an exception
-/// it raised comes first.
+/// Core's retry loop after a first `outcome` on `clock`: waits for a refusal's retry time
+/// (the next tick within `Generator::MAX_TICK_WAIT_MS`, a clock step back within
+/// `max_wait_ms`) and tries again. Each pause sleeps without the GIL (at most `WAIT_SLICE`;
+/// `SPIN_PAUSE` through the last 2 ms), then checks for signals (Ctrl-C). A Python clock is
+/// read with the GIL held, between pauses; an exception it raised comes first.
 #[cold]
-fn wait_for_retry<C: BindingClock>(py: Python<'_>, clock: &C, error: Error) -> PyResult<()> {
-    let waited = retry_time(error, clock.now_ms()).and_then(|at_ms| {
-        clockflake::wait_until(clock, at_ms, |pause| {
-            let pause = pause.map_or(SPIN_PAUSE, |duration| duration.min(WAIT_SLICE));
-            py.detach(|| std::thread::sleep(pause));
-            py.check_signals().map_err(WaitInterrupted)
-        })
-        .map_err(|WaitInterrupted(error)| error)
+fn retry<C: BindingClock, T>(
+    py: Python<'_>,
+    clock: &C,
+    outcome: Result<T, Error>,
+    attempt: impl FnMut() -> Result<T, Error>,
+) -> PyResult<T> {
+    let outcome = clockflake::retry_after(clock, outcome, attempt, |pause| {
+        let pause = pause.map_or(SPIN_PAUSE, |duration| duration.min(WAIT_SLICE));
+        py.detach(|| std::thread::sleep(pause));
+        py.check_signals().map_err(WaitInterrupted)
     });
     clock.take_error()?;
-    waited
+    outcome.map_err(|WaitInterrupted(error)| error)
 }
 
 /// The refusal of a static generator that is closed or belongs to the parent process.
@@ -208,16 +203,9 @@ impl PyGenerator {
         py: Python<'_>,
         gen: &Generator,
         clock: &C,
-        mut outcome: Result<u64, Error>,
+        outcome: Result<u64, Error>,
     ) -> PyResult<u64> {
-        loop {
-            clock.take_error()?;
-            match outcome {
-                Ok(id) => return Ok(id),
-                Err(error) => wait_for_retry(py, clock, error)?,
-            }
-            outcome = gen.try_next_id_with(clock);
-        }
+        retry(py, clock, outcome, || gen.try_next_id_with(clock))
     }
 
     /// Fills `out` with whole runs of a tick at a time, waiting when a tick is full.
@@ -230,16 +218,15 @@ impl PyGenerator {
     ) -> PyResult<()> {
         let mut filled = 0;
         while filled < out.len() {
-            let outcome = gen.try_next_block_with(clock, (out.len() - filled) as u64);
-            clock.take_error()?;
-            match outcome {
-                Ok(block) => {
-                    for (slot, id) in out[filled..].iter_mut().zip(block) {
-                        *slot = id;
-                        filled += 1;
-                    }
-                }
-                Err(error) => wait_for_retry(py, clock, error)?,
+            let wanted = (out.len() - filled) as u64;
+            let attempt = || gen.try_next_block_with(clock, wanted);
+            let block = match attempt() {
+                Ok(block) => clock.take_error().map(|()| block)?,
+                first => retry(py, clock, first, attempt)?,
+            };
+            for (slot, id) in out[filled..].iter_mut().zip(block) {
+                *slot = id;
+                filled += 1;
             }
         }
         Ok(())

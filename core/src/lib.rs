@@ -12,7 +12,7 @@
 //!
 //! | feature | default | adds |
 //! |---|---|---|
-//! | `std` | yes | [`MonotonicClock`], [`SystemClock`], blocking `next_id`, `next_id_with`, `next_ids_with`, and [`wait_until`], the wait loop they and the bindings share |
+//! | `std` | yes | [`MonotonicClock`], [`SystemClock`], blocking `next_id`, `next_id_with`, `next_ids_with`, and [`retry_after`] and [`wait_until`], the retry and wait loops they and the bindings share |
 //! | `serde` | no | `Serialize`/`Deserialize` for [`Parts`], [`State`] and [`Policy`] |
 //!
 //! ```
@@ -49,7 +49,7 @@ pub use id::Parts;
 pub use layout::{Field, Layout, MAX_CLOCK_SEQ_BITS, MAX_TIME_MS};
 pub use public::{PublicIds, PublicText, MAX_KEY_VERSION};
 #[cfg(feature = "std")]
-pub use std_clock::{wait_until, MonotonicClock, SystemClock};
+pub use std_clock::{retry_after, wait_until, MonotonicClock, SystemClock};
 pub use wait::{wait_step, WaitStep};
 
 /// A source of Unix-millisecond time. Any `Fn() -> u64` is one, which is how tests inject

@@ -150,7 +150,7 @@ impl Generator {
         if first.is_ok() {
             return first;
         }
-        retry_after(clock, first, || self.try_next_id_with(clock))
+        retry_after(clock, first, || self.try_next_id_with(clock), sleep_or_spin)
     }
 
     /// Fills `out` with new ids, consecutive within each tick, taking whole runs of a tick at
@@ -169,7 +169,7 @@ impl Generator {
             let block = if first.is_ok() {
                 first
             } else {
-                retry_after(clock, first, attempt)
+                retry_after(clock, first, attempt, sleep_or_spin)
             }?;
             // The block first: `zip` must not take a slot the block has no id for.
             for (id, slot) in block.zip(slots.by_ref()) {
@@ -180,35 +180,54 @@ impl Generator {
     }
 }
 
-/// Waits for the time a refusal names and tries again, until success or a final refusal (one
-/// without a retry time, or whose wait [`Generator::blocking_retry_at`] finds too long).
+/// The one retry loop of every blocking call, in core and in the bindings: waits for the time
+/// a refusal names and tries again, until success or a final refusal (one without a retry
+/// time, or whose wait [`Generator::blocking_retry_at`] finds too long). `outcome` is the
+/// first attempt's; each wait runs [`wait_until`] with `pause`, the caller's way of passing
+/// time.
+///
+/// ```
+/// use clockflake::{retry_after, Error, Generator, Layout, Options};
+/// let gen = Generator::new(Layout::CLOCKSEQ, 1, Options::default())?;
+/// let clock = clockflake::MonotonicClock::global();
+/// let first = gen.try_next_id_with(clock);
+/// let id = retry_after(clock, first, || gen.try_next_id_with(clock), |pause| {
+///     std::thread::sleep(pause.unwrap_or_default());
+///     Ok::<(), Error>(())
+/// })?;
+/// assert!(id > 0);
+/// # Ok::<(), Error>(())
+/// ```
 #[cold]
-fn retry_after<C: Clock + ?Sized, T>(
+pub fn retry_after<C, T, E>(
     clock: &C,
     mut outcome: Result<T, Error>,
     mut attempt: impl FnMut() -> Result<T, Error>,
-) -> Result<T, Error> {
+    mut pause: impl FnMut(Option<Duration>) -> Result<(), E>,
+) -> Result<T, E>
+where
+    C: Clock + ?Sized,
+    E: From<Error>,
+{
     loop {
         match outcome {
             Ok(value) => return Ok(value),
             Err(error) => match Generator::blocking_retry_at(&error, clock.now_ms()) {
-                Some(at) => wait_until_sleeping(clock, at)?,
-                None => return Err(error),
+                Some(at) => wait_until(clock, at, &mut pause)?,
+                None => return Err(error.into()),
             },
         }
         outcome = attempt();
     }
 }
 
-/// Spins (last 2 ms) or sleeps until `clock` reads at least `at_ms`; see [`wait_until`].
-fn wait_until_sleeping<C: Clock + ?Sized>(clock: &C, at_ms: u64) -> Result<(), Error> {
-    wait_until(clock, at_ms, |pause| {
-        match pause {
-            Some(duration) => std::thread::sleep(duration),
-            None => core::hint::spin_loop(),
-        }
-        Ok(())
-    })
+/// How core's own blocking calls pass time: a sleep, or a spin through the last 2 ms.
+fn sleep_or_spin(pause: Option<Duration>) -> Result<(), Error> {
+    match pause {
+        Some(duration) => std::thread::sleep(duration),
+        None => core::hint::spin_loop(),
+    }
+    Ok(())
 }
 
 /// The one wait loop of every blocking call, in core and in the bindings, on [`wait_step`]'s
