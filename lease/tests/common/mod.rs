@@ -3,30 +3,20 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use clockflake::{Field, Layout};
 use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions, LeasedGenerator};
+// Temp dirs and namespaces, the same as the server's tests (clockflake-test-support); not
+// every test binary uses both.
+#[allow(unused_imports)]
+pub use clockflake_test_support::{app, temp_dir};
 
 pub const PROBE: &str = env!("CARGO_BIN_EXE_clockflake-lease-probe");
-
-/// A fresh empty directory under the system temp dir.
-pub fn temp_dir(name: &str) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "clockflake-lease-test-{}-{}-{name}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Runs an id call that needs a new reservation persisted first (a step back to another
 /// clock sequence): the call waits at most `RENEWAL_WAIT` (50 ms) for the renewal thread, and
@@ -43,15 +33,6 @@ pub fn patiently<T>(mut call: impl FnMut() -> Result<T, clockflake_lease::LeaseE
             Err(error) => panic!("{error}"),
         }
     }
-}
-
-/// A unique application namespace per test run.
-pub fn app(name: &str) -> String {
-    format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        clockflake_lease::wall_ms()
-    )
 }
 
 /// The layout of `--single-worker`: one worker id, so a rival can only take that one.

@@ -1,0 +1,29 @@
+//! Helpers the integration tests of `clockflake-lease` and `clockflake-server` share: fresh
+//! temp directories and namespaces, unique per test run. A dev-dependency only; never published.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A fresh empty directory under the system temp dir, named after this process and `name`.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "clockflake-test-{}-{}-{name}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A unique application namespace per test run: `name`, this process and the wall clock's ms.
+pub fn app(name: &str) -> String {
+    let wall_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    format!("{name}-{}-{wall_ms}", std::process::id())
+}
