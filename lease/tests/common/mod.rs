@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use clockflake::{Field, Layout};
 use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions, LeasedGenerator};
-// Temp dirs and namespaces, the same as the server's tests (clockflake-test-support); not
-// every test binary uses both.
+// Temp dirs (TempDir: removed on drop) and namespaces, the same as the server's tests
+// (clockflake-test-support); not every test binary uses each.
 #[allow(unused_imports)]
-pub use clockflake_test_support::{app, temp_dir};
+pub use clockflake_test_support::{app, temp_dir, TempDir};
 
 pub const PROBE: &str = env!("CARGO_BIN_EXE_clockflake-lease-probe");
 
