@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Generator, decode } from '../lib/index.mjs';
+import { workerLayout } from '../../tests/harness/layouts.mjs';
 
 const url = process.env.CLOCKFLAKE_PG_URL;
 const skip = url ? false : 'CLOCKFLAKE_PG_URL not set (make test-node starts a server)';
@@ -130,15 +131,7 @@ test('postgres: lease lost while a tight loop serves blocks: no id after the dea
 test('postgres: 50 ms ticks, ids paced 2 per ms: blocks stop 2 ticks + 10 ms before the deadline, so no id after it', { skip }, () => {
   // With a long tick a block is served for up to 50 ms: without the margin, a block granted just
   // before the deadline would go on well after it.
-  const layout = {
-    fields: [
-      { name: 'timestamp', bits: 41 },
-      { name: 'worker', bits: 7 },
-      { name: 'sequence', bits: 12 },
-    ],
-    unitMs: 50,
-    epochMs: 1_704_067_200_000,
-  };
+  const layout = workerLayout(7, 50);
   const env = { ...process.env };
   const gen = Generator.open(`${url}?app=${app}-d&ttl=1s`, { layout });
   gen.nextId();

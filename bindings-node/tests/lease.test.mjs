@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Generator, decode } from '../lib/index.mjs';
 import { throwsCoded as throwsCodedWith } from '../../tests/harness/node-errors.mjs';
+import { workerLayout } from '../../tests/harness/layouts.mjs';
 
 /** A temporary directory, removed when test `t` ends (whether it passed or not). */
 function tempDir(t) {
@@ -40,15 +41,7 @@ function patiently(call) {
 const throwsCoded = (fn, code, ErrorClass = Error) => throwsCodedWith(fn, code, ErrorClass, { minMessageLength: 21 });
 
 // 2 worker bits: a pool of 4 worker ids.
-const SMALL = {
-  fields: [
-    { name: 'timestamp', bits: 41 },
-    { name: 'worker', bits: 2 },
-    { name: 'sequence', bits: 12 },
-  ],
-  unitMs: 1,
-  epochMs: 1_704_067_200_000,
-};
+const SMALL = workerLayout(2);
 
 test('open: leases distinct worker ids, ids carry them, close releases them for reuse', (t) => {
   const dir = tempDir(t);

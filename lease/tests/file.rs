@@ -21,7 +21,7 @@ fn uri(dir: &Path, app: &str) -> String {
 
 #[test]
 fn the_129th_holder_gets_worker_pool_exhausted() {
-    let dir = temp_dir("pool");
+    let dir = TempDir::new("pool");
     let uri = uri(&dir, "orders");
     let held: Vec<_> = (0..128)
         .map(|_| open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap())
@@ -48,12 +48,11 @@ fn the_129th_holder_gets_worker_pool_exhausted() {
     assert_eq!(held[77].next_id().unwrap_err().code(), "GENERATOR_CLOSED");
     let again = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     assert_eq!(again.worker_id(), 77);
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn layouts_with_more_than_65536_worker_ids_are_refused() {
-    let dir = temp_dir("wide");
+    let dir = TempDir::new("wide");
     let wide = Layout::new(
         &[
             (clockflake::Field::Timestamp, 41),
@@ -67,12 +66,11 @@ fn layouts_with_more_than_65536_worker_ids_are_refused() {
     let error = open(&uri(&dir, "w"), wide, LeaseOptions::default()).unwrap_err();
     assert_eq!(error.code(), "INVALID_LAYOUT");
     assert!(error.is_input_error());
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn sixteen_processes_times_100_000_ids_are_all_unique() {
-    let dir = temp_dir("sixteen");
+    let dir = TempDir::new("sixteen");
     let uri = uri(&dir, "many");
     let mut all = Vec::new();
     let mut workers = Vec::new();
@@ -87,12 +85,11 @@ fn sixteen_processes_times_100_000_ids_are_all_unique() {
     workers.dedup();
     assert_eq!(workers.len(), 16, "16 concurrent holders, 16 worker ids");
     assert_eq!(assert_unique("16 x 100,000", all), 1_600_000);
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
-    let dir = temp_dir("crash");
+    let dir = TempDir::new("crash");
     let app = "crash";
     // Each write goes to a temporary file of its own: worker-0.state.tmp.PID.SEQ.
     let temp_exists = || {
@@ -137,7 +134,7 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
         "never caught the probe between write and rename"
     );
     // The half-written temporary file is ignored; the state file is the last complete one.
-    let stored = FileCoordinator::new(&dir, app)
+    let stored = FileCoordinator::new(&*dir, app)
         .unwrap()
         .read_state(0)
         .unwrap()
@@ -182,12 +179,11 @@ fn kill_9_mid_write_then_restart_with_the_clock_back_1s_and_1h_never_repeats() {
         "run 1 + run 2 + run 3",
         run1.iter().chain(&run2).chain(&run3).copied(),
     );
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn a_corrupt_state_file_is_refused_never_reset() {
-    let dir = temp_dir("corrupt");
+    let dir = TempDir::new("corrupt");
     let uri = uri(&dir, "c");
     one_id_and_close(&uri, Layout::CLOCKSEQ, LeaseOptions::default());
     let path = dir.join("c").join("worker-0.state");
@@ -216,20 +212,18 @@ fn a_corrupt_state_file_is_refused_never_reset() {
     // The refused worker id was given back: the good record opens again.
     let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     assert_eq!(gen.worker_id(), 0);
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
-    let dir = temp_dir("ahead");
+    let dir = TempDir::new("ahead");
     let uri = uri(&dir, "h");
     drop(handover_from_2s_ahead_repeats_nothing(&uri, "both holders"));
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn ids_in_a_new_clock_sequence_are_persisted_before_they_are_returned() {
-    let dir = temp_dir("explicit");
+    let dir = TempDir::new("explicit");
     let gen = open(&uri(&dir, "x"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let now = wall_ms();
     let a = gen.next_id_at(now).unwrap();
@@ -240,7 +234,7 @@ fn ids_in_a_new_clock_sequence_are_persisted_before_they_are_returned() {
         Layout::CLOCKSEQ.decode(b).unwrap(),
     );
     assert_ne!(pa.clock_seq, pb.clock_seq);
-    let stored = FileCoordinator::new(&dir, "x")
+    let stored = FileCoordinator::new(&*dir, "x")
         .unwrap()
         .read_state(0)
         .unwrap()
@@ -250,13 +244,12 @@ fn ids_in_a_new_clock_sequence_are_persisted_before_they_are_returned() {
     // Far ahead of the reservation: renewed before the id is issued.
     let c = patiently(|| gen.next_id_at(now + 60_000));
     let pc = Layout::CLOCKSEQ.decode(c).unwrap();
-    let stored = FileCoordinator::new(&dir, "x")
+    let stored = FileCoordinator::new(&*dir, "x")
         .unwrap()
         .read_state(0)
         .unwrap()
         .unwrap();
     assert!(stored.high_water_ms[pc.clock_seq as usize].unwrap() >= pc.timestamp_ms);
-    let _ = fs::remove_dir_all(dir);
 }
 
 /// Runs `work` on four threads at once, each with the one generator and its thread's number:
@@ -277,18 +270,17 @@ fn from_four_threads(
 
 #[test]
 fn one_leased_generator_shared_by_four_threads_repeats_nothing() {
-    let dir = temp_dir("threads");
+    let dir = TempDir::new("threads");
     let gen = open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let ids = from_four_threads(gen, |gen, _| {
         (0..100_000).map(|_| gen.next_id().unwrap()).collect()
     });
     assert_eq!(assert_unique("4 threads", ids), 400_000);
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn after_a_fork_the_child_refuses_and_leaves_the_parents_lock_alone() {
-    let dir = temp_dir("fork");
+    let dir = TempDir::new("fork");
     let uri = uri(&dir, "f");
     let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     gen.next_id().unwrap();
@@ -303,12 +295,11 @@ fn after_a_fork_the_child_refuses_and_leaves_the_parents_lock_alone() {
     drop(gen); // must not unlock: in a real child the lock belongs to the parent
     let other = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     assert_eq!(other.worker_id(), 1, "worker id 0 is still locked");
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
-    let dir = temp_dir("wait");
+    let dir = TempDir::new("wait");
     let uri = uri(&dir, "w");
     // No clock-sequence bits (nothing to switch to) and one worker id (no other to prefer).
     let layout = Layout::new(
@@ -323,7 +314,7 @@ fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
     let first = open(&uri, layout, offset_clock(500)).unwrap();
     let ids = paced(100, || first.next_id().unwrap());
     first.close().unwrap();
-    let mark = FileCoordinator::new(&dir, "w")
+    let mark = FileCoordinator::new(&*dir, "w")
         .unwrap()
         .read_state(0)
         .unwrap()
@@ -354,7 +345,6 @@ fn without_clock_sequences_a_new_holder_behind_the_marks_waits_for_them() {
         "CLOCK_MOVED_BACKWARDS"
     );
     assert!(started.elapsed() < Duration::from_secs(1));
-    let _ = fs::remove_dir_all(dir);
 }
 
 /// The stored high-water mark of `cs` (what a later holder starts above).
@@ -370,7 +360,7 @@ fn stored_mark(dir: &Path, app: &str, worker: u64, cs: u64) -> u64 {
 
 #[test]
 fn blocks_and_single_ids_never_repeat_and_stay_inside_the_reservation() {
-    let dir = temp_dir("blocks");
+    let dir = TempDir::new("blocks");
     let layout = Layout::CLOCKSEQ;
     let gen = open(&uri(&dir, "b"), layout, LeaseOptions::default()).unwrap();
     let worker = gen.worker_id();
@@ -423,12 +413,11 @@ fn blocks_and_single_ids_never_repeat_and_stay_inside_the_reservation() {
     gen.close().unwrap();
     assert_eq!(gen.next_block(8).unwrap_err().code(), "GENERATOR_CLOSED");
     assert_eq!(gen.next_block(0).unwrap_err().code(), "GENERATOR_CLOSED");
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn blocks_and_single_ids_from_four_threads_never_repeat() {
-    let dir = temp_dir("block-threads");
+    let dir = TempDir::new("block-threads");
     let gen = open(&uri(&dir, "t"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let ids = from_four_threads(gen, |gen, thread| {
         let mut ids = Vec::new();
@@ -441,14 +430,13 @@ fn blocks_and_single_ids_from_four_threads_never_repeat() {
         ids
     });
     assert!(assert_unique("4 threads, blocks and ids", ids) >= 400_000);
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn a_blocks_window_is_on_the_system_clock_whatever_the_generators_time() {
     // An injected clock 5 s behind the system's: the block's tick is on the generator's time,
     // its window moved onto the system's wall clock, which is what a binding serving it reads.
-    let dir = temp_dir("offset");
+    let dir = TempDir::new("offset");
     let gen = open(&uri(&dir, "o"), Layout::CLOCKSEQ, offset_clock(-5000)).unwrap();
     let block = (0..100)
         .map(|_| gen.next_block(64).unwrap())
@@ -471,7 +459,6 @@ fn a_blocks_window_is_on_the_system_clock_whatever_the_generators_time() {
         "one tick, no deadline"
     );
     assert!(block.servable_at(tick + shift as u64) && !block.servable_at(tick));
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]

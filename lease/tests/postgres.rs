@@ -13,50 +13,18 @@ use common::*;
 /// The timing tests run one at a time, so that they do not slow each other down.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn uri(app: &str, ttl: &str) -> String {
-    format!("{}?app={app}&ttl={ttl}", PG.url())
-}
+// PostgreSQL is always required (`make test-lease` starts it): `PG.namespace` never skips a
+// test here, it fails it without the server, hence its `unwrap`.
 
-#[test]
-fn two_hundred_clients_race_for_128_worker_ids() {
-    let _serial = turn(&SERIAL);
-    common::two_hundred_clients_race_for_128_worker_ids(&uri(&app("race"), "30s"));
-}
-
-/// A holder stopped with SIGSTOP for `factor` x the TTL (2 s) while a rival tries to take its id.
-fn paused_holder(factor: f64) {
-    let _serial = turn(&SERIAL);
-    common::paused_holder(&uri(&app("pause"), "2s"), 2000, factor, 700);
-}
-
-#[test]
-fn a_holder_paused_for_half_the_ttl_keeps_its_lease() {
-    paused_holder(0.5);
-}
-
-#[test]
-fn a_holder_paused_for_the_ttl_issues_nothing_after_its_deadline() {
-    paused_holder(1.0);
-}
-
-#[test]
-fn a_holder_paused_for_twice_the_ttl_issues_nothing_after_its_deadline() {
-    paused_holder(2.0);
-}
-
-#[test]
-fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
-    let _serial = turn(&SERIAL);
-    let uri = uri(&app("ahead"), "1s");
-    let killed_uri = uri.replace("app=ahead", "app=ahead-killed");
-    handover_from_2s_ahead_released_and_killed(&uri, &killed_uri);
+common::expiring_lease_tests! {
+    PG, SERIAL, paused_ttl: ("2s", 2000), settle_ms: 700,
+    fresh: a_fresh_row_is_used_at_once_and_then_carries_a_record
 }
 
 #[test]
 fn the_table_holds_one_row_per_worker_id_with_its_marks() {
-    let _serial = turn(&SERIAL);
-    let app = app("rows");
-    let gen = open(&uri(&app, "2s"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let (_serial, app, uri) = PG.namespace(&SERIAL, "rows", "2s").unwrap();
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let id = gen.next_id().unwrap();
     let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     let rows = client
@@ -90,9 +58,7 @@ fn the_table_holds_one_row_per_worker_id_with_its_marks() {
 
 #[test]
 fn a_corrupt_row_is_refused_and_left_as_it_is() {
-    let _serial = turn(&SERIAL);
-    let app = app("corrupt");
-    let uri = uri(&app, "2s");
+    let (_serial, app, uri) = PG.namespace(&SERIAL, "corrupt", "2s").unwrap();
     let layout = single_worker();
     one_id_and_close(&uri, layout, LeaseOptions::default());
     let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
@@ -102,8 +68,7 @@ fn a_corrupt_row_is_refused_and_left_as_it_is() {
             &[&app],
         )
         .unwrap();
-    let error = open(&uri, layout, LeaseOptions::default()).unwrap_err();
-    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    let error = open_refused(&uri, layout, "INVALID_STATE");
     assert!(
         error.to_string().contains("expected 16 entries, found 3"),
         "{error}"
@@ -121,14 +86,12 @@ fn a_corrupt_row_is_refused_and_left_as_it_is() {
             &[&app],
         )
         .unwrap();
-    let error = open(&uri, layout, LeaseOptions::default()).unwrap_err();
-    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    open_refused(&uri, layout, "INVALID_STATE");
 }
 
 #[test]
 fn eight_processes_times_100_000_ids_are_all_unique() {
-    let _serial = turn(&SERIAL);
-    let uri = uri(&app("eight"), "2s");
+    let (_serial, _, uri) = PG.namespace(&SERIAL, "eight", "2s").unwrap();
     // Holding the lease a while after the last id makes the eight overlap (usually eight
     // worker ids), but a child that is done may hand its worker id on: the promise is
     // uniqueness, not eight distinct worker ids.
@@ -154,40 +117,23 @@ fn eight_processes_times_100_000_ids_are_all_unique() {
 
 #[test]
 fn a_row_that_lost_its_marks_is_refused_never_read_as_unused() {
-    let _serial = turn(&SERIAL);
-    let app = app("lost-marks");
-    let uri = uri(&app, "2s");
-    let layout = single_worker();
-    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
-    let issued = paced(50, || gen.next_id().unwrap());
-    gen.close().unwrap();
-    // A careless migration (or a restored row) resets the record to NULL.
+    let (_serial, app, uri) = PG.namespace(&SERIAL, "lost-marks", "2s").unwrap();
     let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
-    client
-        .execute(
-            "UPDATE clockflake_leases SET layout_fingerprint = NULL, clock_seq = NULL, \
-             high_water_ms = NULL WHERE app = $1",
-            &[&app],
-        )
-        .unwrap();
-    // Read as "never used", a holder whose clock is a minute behind would repeat those ids.
-    let error = open(&uri, layout, offset_clock(-60_000)).unwrap_err();
-    assert_eq!(error.code(), "INVALID_STATE", "{error}");
-    assert!(error.to_string().contains("lost"), "{error}");
+    common::a_record_that_lost_its_marks_is_refused(&uri, || {
+        // A careless migration (or a restored row) resets the record to NULL.
+        client
+            .execute(
+                "UPDATE clockflake_leases SET layout_fingerprint = NULL, clock_seq = NULL, \
+                 high_water_ms = NULL WHERE app = $1",
+                &[&app],
+            )
+            .unwrap();
+    });
     assert_eq!(
         pg_given_back_marks(&mut client, &app),
         None,
         "left as it is"
     );
-    assert!(!issued.is_empty());
-}
-
-#[test]
-fn a_fresh_row_is_used_at_once_and_then_carries_a_record() {
-    let _serial = turn(&SERIAL);
-    let app = app("fresh-row");
-    let uri = uri(&app, "2s");
-    common::a_grant_refused_before_any_id_leaves_the_worker_id_usable(&uri);
 }
 
 /// The README's restore procedure: after restoring the table from a backup (marks older than
@@ -195,11 +141,10 @@ fn a_fresh_row_is_used_at_once_and_then_carries_a_record() {
 /// behind from repeating the ids issued between the backup and the restore.
 #[test]
 fn the_restore_procedure_keeps_ids_issued_after_the_backup_unique() {
-    let _serial = turn(&SERIAL);
-    let app = app("restore");
+    let (_serial, app, uri) = PG.namespace(&SERIAL, "restore", "2s").unwrap();
     // The clocks set 5 to 10 s back stand for time passing, not for a skewed host: no clock
     // check (`max_skew=off`).
-    let uri = format!("{}&max_skew=off", uri(&app, "2s"));
+    let uri = format!("{uri}&max_skew=off");
     let layout = single_worker();
     let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
     // Clocks behind the real one stand for the passing time: the backup at T - 10 s...

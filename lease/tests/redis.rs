@@ -16,10 +16,6 @@ use redis::Commands;
 /// The timing tests run one at a time, so that they do not slow each other down.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn uri(app: &str, ttl: &str) -> String {
-    format!("{}?app={app}&ttl={ttl}", REDIS.url())
-}
-
 fn worker_key(app: &str, worker: u64) -> String {
     format!("clockflake:{{{app}}}:worker:{worker}")
 }
@@ -28,54 +24,17 @@ fn lease_key(app: &str, worker: u64) -> String {
     format!("clockflake:{{{app}}}:lease:{worker}")
 }
 
-#[test]
-fn two_hundred_clients_race_for_128_worker_ids() {
-    let Some(_serial) = REDIS.turn(&SERIAL) else {
-        return;
-    };
-    common::two_hundred_clients_race_for_128_worker_ids(&uri(&app("race"), "30s"));
-}
-
-/// A holder stopped with SIGSTOP for `factor` x the TTL (1 s) while a rival tries to take its id.
-fn paused_holder(factor: f64) {
-    let Some(_serial) = REDIS.turn(&SERIAL) else {
-        return;
-    };
-    common::paused_holder(&uri(&app("pause"), "1s"), 1000, factor, 500);
-}
-
-#[test]
-fn a_holder_paused_for_half_the_ttl_keeps_its_lease() {
-    paused_holder(0.5);
-}
-
-#[test]
-fn a_holder_paused_for_the_ttl_issues_nothing_after_its_deadline() {
-    paused_holder(1.0);
-}
-
-#[test]
-fn a_holder_paused_for_twice_the_ttl_issues_nothing_after_its_deadline() {
-    paused_holder(2.0);
-}
-
-#[test]
-fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
-    let Some(_serial) = REDIS.turn(&SERIAL) else {
-        return;
-    };
-    let uri = uri(&app("ahead"), "1s");
-    let killed_uri = uri.replace("app=ahead", "app=ahead-killed");
-    handover_from_2s_ahead_released_and_killed(&uri, &killed_uri);
+common::expiring_lease_tests! {
+    REDIS, SERIAL, paused_ttl: ("1s", 1000), settle_ms: 500,
+    fresh: a_fresh_worker_id_is_used_at_once_and_then_carries_a_record
 }
 
 #[test]
 fn a_worker_hash_keeps_epoch_and_record_and_the_lease_key_expires() {
-    let Some(_serial) = REDIS.turn(&SERIAL) else {
+    let Some((_serial, app, uri)) = REDIS.namespace(&SERIAL, "keys", "2s") else {
         return;
     };
-    let app = app("keys");
-    let gen = open(&uri(&app, "2s"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let id = gen.next_id().unwrap();
     let worker = gen.worker_id();
     let mut redis = redis_connection();
@@ -106,7 +65,7 @@ fn a_worker_hash_keeps_epoch_and_record_and_the_lease_key_expires() {
     let epoch: i64 = redis.hget(worker_key(&app, worker), "epoch").unwrap();
     assert_eq!(epoch, 1);
     // The next grant of that worker id raises the epoch.
-    let again = open(&uri(&app, "2s"), Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    let again = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     assert_eq!(again.worker_id(), worker);
     let epoch: i64 = redis.hget(worker_key(&app, worker), "epoch").unwrap();
     assert_eq!(epoch, 2);
@@ -115,11 +74,9 @@ fn a_worker_hash_keeps_epoch_and_record_and_the_lease_key_expires() {
 
 #[test]
 fn a_corrupt_record_is_refused_and_left_as_it_is() {
-    let Some(_serial) = REDIS.turn(&SERIAL) else {
+    let Some((_serial, app, uri)) = REDIS.namespace(&SERIAL, "corrupt", "2s") else {
         return;
     };
-    let app = app("corrupt");
-    let uri = uri(&app, "2s");
     let layout = single_worker();
     one_id_and_close(&uri, layout, LeaseOptions::default());
     let mut redis = redis_connection();
@@ -127,8 +84,7 @@ fn a_corrupt_record_is_refused_and_left_as_it_is() {
     let record: String = redis.hget(&key, "state").unwrap();
     let damaged = record.replacen("clock_seq ", "clock_seq 9", 1);
     let () = redis.hset(&key, "state", &damaged).unwrap();
-    let error = open(&uri, layout, LeaseOptions::default()).unwrap_err();
-    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    let error = open_refused(&uri, layout, "INVALID_STATE");
     assert!(error.to_string().contains("checksum mismatch"), "{error}");
     assert!(
         !redis.exists::<_, bool>(lease_key(&app, 0)).unwrap(),
@@ -138,27 +94,18 @@ fn a_corrupt_record_is_refused_and_left_as_it_is() {
     assert_eq!(kept, damaged, "not reset");
     // Another layout's record is refused too.
     let () = redis.hset(&key, "state", &record).unwrap();
-    let error = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap_err();
-    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    open_refused(&uri, Layout::CLOCKSEQ, "INVALID_STATE");
 }
 
 #[test]
 fn a_record_that_lost_its_marks_is_refused_never_read_as_unused() {
-    let Some(_serial) = REDIS.turn(&SERIAL) else {
+    let Some((_serial, app, uri)) = REDIS.namespace(&SERIAL, "lost-marks", "2s") else {
         return;
     };
-    let app = app("lost-marks");
-    let uri = uri(&app, "2s");
-    let layout = single_worker();
-    let gen = open(&uri, layout, LeaseOptions::default()).unwrap();
-    let issued = paced(50, || gen.next_id().unwrap());
-    gen.close().unwrap();
     let mut redis = redis_connection();
-    let () = redis.hdel(worker_key(&app, 0), "state").unwrap();
-    // Read as "never used", a holder whose clock is a minute behind would repeat those ids.
-    let error = open(&uri, layout, offset_clock(-60_000)).unwrap_err();
-    assert_eq!(error.code(), "INVALID_STATE", "{error}");
-    assert!(error.to_string().contains("lost"), "{error}");
+    common::a_record_that_lost_its_marks_is_refused(&uri, || {
+        let () = redis.hdel(worker_key(&app, 0), "state").unwrap();
+    });
     assert!(
         !redis.exists::<_, bool>(lease_key(&app, 0)).unwrap(),
         "given back"
@@ -169,16 +116,6 @@ fn a_record_that_lost_its_marks_is_refused_never_read_as_unused() {
             .unwrap(),
         "left as it is"
     );
-    assert!(!issued.is_empty());
-}
-
-#[test]
-fn a_fresh_worker_id_is_used_at_once_and_then_carries_a_record() {
-    let Some(_serial) = REDIS.turn(&SERIAL) else {
-        return;
-    };
-    let uri = uri(&app("fresh"), "2s");
-    common::a_grant_refused_before_any_id_leaves_the_worker_id_usable(&uri);
 }
 
 #[test]
@@ -193,7 +130,7 @@ fn no_password_in_messages_and_a_wrong_one_is_refused() {
         .map(|(password, _)| password.to_owned())
         .unwrap();
     let gen = open(
-        &uri(&app("secret"), "2s"),
+        &REDIS.app_uri(&app("secret"), "2s"),
         Layout::CLOCKSEQ,
         LeaseOptions::default(),
     )
@@ -206,13 +143,11 @@ fn no_password_in_messages_and_a_wrong_one_is_refused() {
     assert!(!format!("{gen:?}").contains(&password));
     gen.close().unwrap();
     let wrong = url.replace(&password, "Wr0ngR3disPw");
-    let error = open(
+    let error = open_refused(
         &format!("{wrong}?app=x&ttl=1s"),
         Layout::CLOCKSEQ,
-        LeaseOptions::default(),
-    )
-    .unwrap_err();
-    assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
+        "COORDINATOR_UNAVAILABLE",
+    );
     assert!(!error.to_string().contains("Wr0ngR3disPw"), "{error}");
     assert!(!format!("{error:?}").contains("Wr0ngR3disPw"), "{error:?}");
 }
@@ -244,13 +179,11 @@ fn rediss_verifies_the_servers_certificate() {
     gen.close().unwrap();
     // Without the test CA the certificate is not trusted: refused, never sent in the clear.
     let untrusted = tls.split('?').next().unwrap();
-    let error = open(
+    let error = open_refused(
         &format!("{untrusted}?app={app}&ttl=2s"),
         Layout::CLOCKSEQ,
-        LeaseOptions::default(),
-    )
-    .unwrap_err();
-    assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
+        "COORDINATOR_UNAVAILABLE",
+    );
     assert!(error.to_string().contains("certificate"), "{error}");
     // rediss:// to the plain port: no TLS there, refused (not a plain-text fallback).
     let port_of = |url: &str| {
@@ -258,11 +191,9 @@ fn rediss_verifies_the_servers_certificate() {
         format!(":{}/", after.split('/').next().unwrap())
     };
     let to_plain = tls.replace(&port_of(&tls), &port_of(&REDIS.url()));
-    let error = open(
+    open_refused(
         &format!("{to_plain}&app={app}&ttl=2s"),
         Layout::CLOCKSEQ,
-        LeaseOptions::default(),
-    )
-    .unwrap_err();
-    assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
+        "COORDINATOR_UNAVAILABLE",
+    );
 }

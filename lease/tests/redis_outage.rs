@@ -33,6 +33,23 @@ fn issuing_every_ms(uri: &str) -> (Arc<LeasedGenerator>, Repeating<Call>) {
     (gen, issuing)
 }
 
+/// A generator issuing every ms on `uri` (see `issuing_every_ms`), cut off from Redis after
+/// `after_ms` by `scripts/redis.sh action` (halt, freeze): the generator, its calls and its
+/// deadline, read 100 ms later (a renewal sent before the cut may still have landed; from then
+/// on the deadline cannot move).
+fn cut_off_after(
+    uri: &str,
+    after_ms: u64,
+    action: &str,
+) -> (Arc<LeasedGenerator>, Repeating<Call>, u64) {
+    let (gen, issuing) = issuing_every_ms(uri);
+    std::thread::sleep(Duration::from_millis(after_ms));
+    redis_script(action);
+    std::thread::sleep(Duration::from_millis(100));
+    let deadline = gen.deadline_boot_ms().unwrap();
+    (gen, issuing, deadline)
+}
+
 /// Ids were issued up to the `deadline` (the last one less than 100 ms before it) and not one
 /// after it, and every call from the first refusal on was refused with `LEASE_LOST` (as is the
 /// next one): the ids issued.
@@ -61,17 +78,11 @@ fn ids_stopped_at_the_deadline(gen: &LeasedGenerator, log: &[Call], deadline: u6
 
 #[test]
 fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
-    let Some(_serial) = REDIS.turn(&SERIAL) else {
+    let Some((_serial, _, uri)) = REDIS.namespace(&SERIAL, "outage", "1s") else {
         return;
     };
-    let uri = format!("{}?app={}&ttl=1s", REDIS.url(), app("outage"));
-    let (gen, issuing) = issuing_every_ms(&uri);
-    std::thread::sleep(Duration::from_millis(700));
-    redis_script("halt");
-    // A renewal sent before the halt may still have landed: read the deadline once it
-    // cannot move any more (every renewal from now on fails to connect).
-    std::thread::sleep(Duration::from_millis(100));
-    let deadline = gen.deadline_boot_ms().unwrap();
+    // Every renewal from the halt on fails to connect.
+    let (gen, issuing, deadline) = cut_off_after(&uri, 700, "halt");
     std::thread::sleep(Duration::from_millis(3000));
     redis_script("resume");
     let log = issuing.stop();
@@ -84,15 +95,10 @@ fn the_server_stopped_for_3x_the_ttl_halts_generation_at_the_deadline() {
 
 #[test]
 fn a_frozen_server_never_holds_an_id_call_and_ids_stop_at_the_deadline() {
-    let Some(_serial) = REDIS.turn(&SERIAL) else {
+    let Some((_serial, _, uri)) = REDIS.namespace(&SERIAL, "frozen", "1s") else {
         return;
     };
-    let uri = format!("{}?app={}&ttl=1s", REDIS.url(), app("frozen"));
-    let (gen, issuing) = issuing_every_ms(&uri);
-    std::thread::sleep(Duration::from_millis(500));
-    redis_script("freeze");
-    std::thread::sleep(Duration::from_millis(100));
-    let deadline = gen.deadline_boot_ms().unwrap();
+    let (gen, issuing, deadline) = cut_off_after(&uri, 500, "freeze");
     // Past the deadline, with the renewal thread stuck on the frozen server meanwhile.
     while boot_ms() < deadline + 500 {
         std::thread::sleep(Duration::from_millis(20));

@@ -38,10 +38,9 @@ fn single_worker_no_clock_seq() -> Layout {
 
 #[test]
 fn stable_ids_per_server_identity_and_the_smallest_free_id() {
-    if !ZK.available() {
+    let Some(app) = ZK.app("stable") else {
         return;
-    }
-    let app = app("stable");
+    };
     let a = open_as(&app, "10.0.0.1:8080").unwrap();
     let b = open_as(&app, "10.0.0.2:8080").unwrap();
     let c = open_as(&app, "10.0.0.3:8080").unwrap();
@@ -83,10 +82,9 @@ fn stable_ids_per_server_identity_and_the_smallest_free_id() {
 
 #[test]
 fn one_hundred_twenty_nine_contenders_for_128_ids() {
-    if !ZK.available() {
+    let Some(app) = ZK.app("pool") else {
         return;
-    }
-    let app = app("pool");
+    };
     let contenders = (0..129)
         .map(|i| uri(&app, &format!("10.1.0.{i}:7000"), "5s"))
         .collect();
@@ -133,10 +131,9 @@ fn one_hundred_twenty_nine_contenders_for_128_ids() {
 
 #[test]
 fn a_cache_file_never_bypasses_the_ephemeral_node() {
-    if !ZK.available() {
+    let Some(app) = ZK.app("cache") else {
         return;
-    }
-    let app = app("cache");
+    };
     let dir = temp_dir("zk-cache");
     let cache = dir.join("worker");
     let with_cache = format!("{}&cache={}", uri(&app, "cached:1", "1s"), cache.display());
@@ -161,10 +158,9 @@ fn a_cache_file_never_bypasses_the_ephemeral_node() {
 
 #[test]
 fn session_expiry_stops_generation() {
-    if !ZK.available() {
+    let Some(app) = ZK.app("expiry") else {
         return;
-    }
-    let app = app("expiry");
+    };
     let holder_uri = uri(&app, "holder", "2s");
     // A pause shorter than the session timeout costs nothing.
     let holder = Watched::spawn(probe(&[
@@ -229,16 +225,14 @@ fn session_expiry_stops_generation() {
         );
         assert!(issued_at < continued_at);
     }
-    rival_ids.extend(holder_ids);
-    assert_unique("expiry", rival_ids);
+    assert_unique("expiry", rival_ids.into_iter().chain(holder_ids));
 }
 
 #[test]
 fn handover_with_a_clock_2s_behind_repeats_nothing() {
-    if !ZK.available() {
+    let Some(app) = ZK.app("handover") else {
         return;
-    }
-    let app = app("handover");
+    };
     // Graceful: the holder closes, a server whose clock runs 2 s behind takes over at once.
     let ahead = open(
         &uri(&app, "ahead", "2s"),
@@ -301,10 +295,9 @@ fn handover_with_a_clock_2s_behind_repeats_nothing() {
 
 #[test]
 fn without_a_free_clock_sequence_start_up_waits_within_its_bound_or_refuses() {
-    if !ZK.available() {
+    let Some(app) = ZK.app("noseq") else {
         return;
-    }
-    let app = app("noseq");
+    };
     let layout = single_worker_no_clock_seq();
     let first = open(&uri(&app, "first", "2s"), layout, LeaseOptions::default()).unwrap();
     let mut all = next_ids(&first, 5000);
@@ -331,10 +324,9 @@ fn without_a_free_clock_sequence_start_up_waits_within_its_bound_or_refuses() {
 
 #[test]
 fn the_coordinator_directly() {
-    if !ZK.available() {
+    let Some(app) = ZK.app("direct") else {
         return;
-    }
-    let app = app("direct");
+    };
     let mut coordinator = ZooKeeperCoordinator::from_uri(&uri(&app, "direct:1", "1s")).unwrap();
     assert!(coordinator.describe().contains("/snowflake/"));
     let grant = coordinator
@@ -395,10 +387,9 @@ fn tamper(path: String, data: Option<&'static [u8]>) {
 
 #[test]
 fn a_corrupt_record_is_refused_never_reset() {
-    if !ZK.available() {
+    let Some(app) = ZK.app("corrupt") else {
         return;
-    }
-    let app = app("corrupt");
+    };
     let first = open_as(&app, "corrupt:1").unwrap();
     let mut issued = next_ids(&first, 1000);
     first.close().unwrap();

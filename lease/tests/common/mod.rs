@@ -3,30 +3,20 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use clockflake::{Field, Layout};
 use clockflake_lease::{open, wall_ms, LeaseError, LeaseOptions, LeasedGenerator};
+// Temp dirs (TempDir: removed on drop) and namespaces, the same as the server's tests
+// (clockflake-test-support); not every test binary uses each.
+#[allow(unused_imports)]
+pub use clockflake_test_support::{app, temp_dir, TempDir};
 
 pub const PROBE: &str = env!("CARGO_BIN_EXE_clockflake-lease-probe");
-
-/// A fresh empty directory under the system temp dir.
-pub fn temp_dir(name: &str) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "clockflake-lease-test-{}-{}-{name}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Runs an id call that needs a new reservation persisted first (a step back to another
 /// clock sequence): the call waits at most `RENEWAL_WAIT` (50 ms) for the renewal thread, and
@@ -43,15 +33,6 @@ pub fn patiently<T>(mut call: impl FnMut() -> Result<T, clockflake_lease::LeaseE
             Err(error) => panic!("{error}"),
         }
     }
-}
-
-/// A unique application namespace per test run.
-pub fn app(name: &str) -> String {
-    format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        clockflake_lease::wall_ms()
-    )
 }
 
 /// The layout of `--single-worker`: one worker id, so a rival can only take that one.
@@ -248,7 +229,98 @@ impl TestServer {
     pub fn turn(&self, serial: &'static Mutex<()>) -> Option<MutexGuard<'static, ()>> {
         self.available().then(|| turn(serial))
     }
+
+    /// A fresh namespace `name` (see `app`) for a test that needs no turn; `None` without the
+    /// server (the test is skipped).
+    pub fn app(&self, name: &str) -> Option<String> {
+        self.available().then(|| app(name))
+    }
+
+    /// The URI of namespace `app` with a TTL of `ttl`, on a server whose coordinator takes both
+    /// as query parameters (PostgreSQL, Redis).
+    pub fn app_uri(&self, app: &str, ttl: &str) -> String {
+        format!("{}?app={app}&ttl={ttl}", self.url())
+    }
+
+    /// The test's `turn` and a fresh namespace `name` with a TTL of `ttl` (see `app_uri`), the
+    /// start of most tests against PostgreSQL and Redis: (the turn, the app, its URI); `None`
+    /// without the server (the test is skipped).
+    pub fn namespace(
+        &self,
+        serial: &'static Mutex<()>,
+        name: &str,
+        ttl: &str,
+    ) -> Option<(MutexGuard<'static, ()>, String, String)> {
+        let turn = self.turn(serial)?;
+        let app = app(name);
+        let uri = self.app_uri(&app, ttl);
+        Some((turn, app, uri))
+    }
 }
+
+/// The tests that every coordinator whose leases expire on the server's clock (PostgreSQL,
+/// Redis) runs alike, written once and expanded as `#[test]`s of the binary that names the
+/// `server`, its `serial` turn lock, the paused holders' TTL (as the URI says it and in ms) and
+/// settle time (see `paused_holder`), and the name of its test of
+/// `a_grant_refused_before_any_id_leaves_the_worker_id_usable`.
+#[allow(unused_macros)] // postgres.rs and redis.rs expand it, the other binaries do not
+macro_rules! expiring_lease_tests {
+    (
+        $server:expr, $serial:expr,
+        paused_ttl: ($ttl:literal, $ttl_ms:literal), settle_ms: $settle_ms:literal,
+        fresh: $fresh:ident $(,)?
+    ) => {
+        #[test]
+        fn two_hundred_clients_race_for_128_worker_ids() {
+            let Some((_serial, _, uri)) = $server.namespace(&$serial, "race", "30s") else {
+                return;
+            };
+            $crate::common::two_hundred_clients_race_for_128_worker_ids(&uri);
+        }
+
+        /// A holder stopped with SIGSTOP for `factor` x the TTL while a rival tries to take its id.
+        fn paused_holder(factor: f64) {
+            let Some((_serial, _, uri)) = $server.namespace(&$serial, "pause", $ttl) else {
+                return;
+            };
+            $crate::common::paused_holder(&uri, $ttl_ms, factor, $settle_ms);
+        }
+
+        #[test]
+        fn a_holder_paused_for_half_the_ttl_keeps_its_lease() {
+            paused_holder(0.5);
+        }
+
+        #[test]
+        fn a_holder_paused_for_the_ttl_issues_nothing_after_its_deadline() {
+            paused_holder(1.0);
+        }
+
+        #[test]
+        fn a_holder_paused_for_twice_the_ttl_issues_nothing_after_its_deadline() {
+            paused_holder(2.0);
+        }
+
+        #[test]
+        fn handover_from_a_holder_whose_clock_runs_2s_ahead_repeats_nothing() {
+            let Some((_serial, _, uri)) = $server.namespace(&$serial, "ahead", "1s") else {
+                return;
+            };
+            let killed_uri = uri.replace("app=ahead", "app=ahead-killed");
+            $crate::common::handover_from_2s_ahead_released_and_killed(&uri, &killed_uri);
+        }
+
+        #[test]
+        fn $fresh() {
+            let Some((_serial, _, uri)) = $server.namespace(&$serial, "fresh", "2s") else {
+                return;
+            };
+            $crate::common::a_grant_refused_before_any_id_leaves_the_worker_id_usable(&uri);
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use expiring_lease_tests;
 
 /// A test's turn on a shared server: the tests of one binary that must not overlap (timing
 /// tests, tests that stop the server) each hold `serial` while they run.
@@ -547,6 +619,30 @@ pub fn a_grant_refused_before_any_id_leaves_the_worker_id_usable(uri: &str) {
     let refused = open(uri, future.unwrap(), LeaseOptions::default()).unwrap_err();
     assert_eq!(refused.code(), "EPOCH_IN_FUTURE", "{refused}");
     one_id_and_close(uri, single_worker(), LeaseOptions::default());
+}
+
+/// Opens `uri` with `layout` and default options, expecting a refusal with `code`: the error,
+/// for the test to look at what it says.
+pub fn open_refused(uri: &str, layout: Layout, code: &str) -> LeaseError {
+    let error = open(uri, layout, LeaseOptions::default()).unwrap_err();
+    assert_eq!(error.code(), code, "{error}");
+    error
+}
+
+/// On `uri` (a single-worker namespace): ids issued and the lease given back, then
+/// `lose_marks` erases the stored record (a careless migration, a restored backup). Read as
+/// "never used", a holder whose clock is a minute behind would repeat those ids: it is refused
+/// with `INVALID_STATE`, saying the marks were lost. The caller checks the record is left alone.
+pub fn a_record_that_lost_its_marks_is_refused(uri: &str, lose_marks: impl FnOnce()) {
+    let layout = single_worker();
+    let gen = open(uri, layout, LeaseOptions::default()).unwrap();
+    let issued = paced(50, || gen.next_id().unwrap());
+    gen.close().unwrap();
+    lose_marks();
+    let error = open(uri, layout, offset_clock(-60_000)).unwrap_err();
+    assert_eq!(error.code(), "INVALID_STATE", "{error}");
+    assert!(error.to_string().contains("lost"), "{error}");
+    assert!(!issued.is_empty());
 }
 
 /// Runs `processes` probes with `args` (which include `--binary`) at the same time, each to

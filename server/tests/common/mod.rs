@@ -6,33 +6,15 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+// Temp dirs and namespaces, the same as the lease crate's tests (clockflake-test-support); not
+// every test binary uses both.
+#[allow(unused_imports)]
+pub use clockflake_test_support::{app, temp_dir};
+
 pub const SERVER: &str = env!("CARGO_BIN_EXE_clockflake-server");
-
-/// A fresh empty directory under the system temp dir.
-pub fn temp_dir(name: &str) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "clockflake-server-test-{}-{}-{name}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// A unique application namespace per test run.
-pub fn app(name: &str) -> String {
-    format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        clockflake_lease::wall_ms()
-    )
-}
 
 /// A running `clockflake-server`, killed on drop if still running.
 pub struct Server {
