@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use crate::args::{
-    as_u64, generator_args, list_items, plain_u64, time_arg, type_name, worker_id_arg,
-    GeneratorArgs, Method, NotU64,
+    as_u64, generator_args, list_items, plain_u64, time_arg, type_name, worker_id_arg, Method,
+    NotU64,
 };
 use crate::errors::Refusal;
 use crate::leased::{invalid_uri, Leased};
@@ -171,13 +171,15 @@ fn not_current(mine: u64) -> PyErr {
 }
 
 impl PyGenerator {
-    /// A generator on a fixed worker id, made by core from the options.
+    /// A generator on a fixed worker id, made by `make` from the keyword options.
     fn build(
-        args: GeneratorArgs,
-        make: impl FnOnce(Layout, Options) -> Result<Generator, Error>,
+        options: Option<&Bound<'_, PyDict>>,
+        method: Method,
+        make: impl FnOnce(Layout, Options) -> Result<Generator, Refusal>,
     ) -> PyResult<PyGenerator> {
+        let args = generator_args(options, method)?;
         Ok(PyGenerator {
-            inner: Inner::Static(make(args.layout, args.options).map_err(Refusal::from)?),
+            inner: Inner::Static(make(args.layout, args.options)?),
             clock: args.clock,
             fork_generation: AtomicU64::new(fork::watch()),
         })
@@ -251,14 +253,10 @@ fn state_dict<'py>(
 impl PyGenerator {
     #[new]
     #[pyo3(signature = (*, worker_id, **options))]
-    fn new(
-        worker_id: &Bound<'_, PyAny>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyGenerator> {
-        let args = generator_args(options, Method::New)?;
-        let worker_id = worker_id_arg(worker_id, &args.layout)?;
-        PyGenerator::build(args, |layout, options| {
-            Generator::new(layout, worker_id, options)
+    fn new(worker_id: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        PyGenerator::build(options, Method::New, |layout, options| {
+            let worker_id = worker_id_arg(worker_id, &layout)?;
+            Ok(Generator::new(layout, worker_id, options)?)
         })
     }
 
@@ -307,14 +305,10 @@ impl PyGenerator {
     /// `Generator(...)` except `worker_id`, which the state carries; the layout must match.
     #[staticmethod]
     #[pyo3(signature = (state, **options))]
-    fn resume(
-        state: &Bound<'_, PyAny>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyGenerator> {
-        let args = generator_args(options, Method::Resume)?;
-        let state = state_arg(state, &args.layout)?;
-        PyGenerator::build(args, |layout, options| {
-            Generator::resume(layout, &state, options)
+    fn resume(state: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        PyGenerator::build(options, Method::Resume, |layout, options| {
+            let state = state_arg(state, &layout)?;
+            Ok(Generator::resume(layout, &state, options)?)
         })
     }
 
