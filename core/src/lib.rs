@@ -49,7 +49,7 @@ pub use id::Parts;
 pub use layout::{Field, Layout, MAX_CLOCK_SEQ_BITS, MAX_TIME_MS};
 pub use public::{PublicIds, PublicText, MAX_KEY_VERSION};
 #[cfg(feature = "std")]
-pub use std_clock::{retry_after, wait_until, MonotonicClock, SystemClock};
+pub use std_clock::{retry_after, sleep_or_spin, wait_until, MonotonicClock, SystemClock};
 pub use wait::{wait_step, WaitStep};
 
 /// A source of Unix-millisecond time. Any `Fn() -> u64` is one, which is how tests inject

@@ -150,7 +150,7 @@ impl Generator {
         if first.is_ok() {
             return first;
         }
-        retry_after(clock, first, || self.try_next_id_with(clock), sleep_or_spin)
+        retry_after(clock, first, || self.try_next_id_with(clock), pass_time)
     }
 
     /// Fills `out` with new ids, consecutive within each tick, taking whole runs of a tick at
@@ -169,7 +169,7 @@ impl Generator {
             let block = if first.is_ok() {
                 first
             } else {
-                retry_after(clock, first, attempt, sleep_or_spin)
+                retry_after(clock, first, attempt, pass_time)
             }?;
             // The block first: `zip` must not take a slot the block has no id for.
             for (id, slot) in block.zip(slots.by_ref()) {
@@ -221,12 +221,18 @@ where
     }
 }
 
-/// How core's own blocking calls pass time: a sleep, or a spin through the last 2 ms.
-fn sleep_or_spin(pause: Option<Duration>) -> Result<(), Error> {
+/// How a thread with nothing else to do passes time in [`wait_until`] and [`retry_after`]
+/// (core's own blocking calls, the lease's): a sleep, or a spin through the last 2 ms.
+pub fn sleep_or_spin(pause: Option<Duration>) {
     match pause {
         Some(duration) => std::thread::sleep(duration),
         None => core::hint::spin_loop(),
     }
+}
+
+/// [`sleep_or_spin`] as the pause of core's blocking calls.
+fn pass_time(pause: Option<Duration>) -> Result<(), Error> {
+    sleep_or_spin(pause);
     Ok(())
 }
 

@@ -181,10 +181,7 @@ impl Shared {
         let _timer = WaitTimer::new(&self.counters, Instant::now());
         clockflake::wait_until(&|| self.wall_now(), at_ms, |pause| {
             self.check_alive()?;
-            match pause {
-                Some(duration) => std::thread::sleep(duration),
-                None => std::hint::spin_loop(),
-            }
+            clockflake::sleep_or_spin(pause);
             Ok(())
         })
     }
