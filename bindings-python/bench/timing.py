@@ -1,4 +1,4 @@
-"""The "raw" per-call timing of `bench.py`, also run by `fork_check.py`'s child processes (a
+"""The "raw" per-call timing of `bench.py`, also run by `compare.py`'s child processes (a
 module without the peers' imports, so that a child needs only the clockflake it measures)."""
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""A static generator's next_id() in two builds of the package, side by side in one run: what
-the fork check costs per call (issue 12: fork generation read from the lease crate's
-pthread_atfork counter instead of the Python hook's).
+"""Two builds of the package side by side in one run: the per-call cost of a static
+generator's next_id(), a leased one's (file://) and decode(), for a change's before and after.
 
-    .venv/bin/python bindings-python/bench/fork_check.py BEFORE_DIR AFTER_DIR
+    .venv/bin/python bindings-python/bench/compare.py BEFORE_DIR AFTER_DIR
 
 Each directory holds an importable `clockflake` package (an unpacked wheel). The two are
 measured in alternating child processes, ROUNDS each; every child reports the median of 200
@@ -24,13 +23,22 @@ ROUNDS = 15
 
 CHILD = r"""
 import json
+import tempfile
 import clockflake
 from timing import raw_cost
 
-print(json.dumps({"file": clockflake.__file__,
-                  "next_id": raw_cost(clockflake.Generator(worker_id=1).next_id),
-                  "empty": raw_cost(lambda: None)}))
+with tempfile.TemporaryDirectory() as pool:
+    leased = clockflake.Generator.open(f"file://{pool}?app=bench")
+    static = clockflake.Generator(worker_id=1)
+    an_id = static.next_id()
+    print(json.dumps({"file": clockflake.__file__,
+                      "next_id": raw_cost(static.next_id),
+                      "leased next_id": raw_cost(leased.next_id),
+                      "decode": raw_cost(lambda: clockflake.decode(an_id)),
+                      "empty call": raw_cost(lambda: None)}))
+    leased.close()
 """
+CALLS = ["next_id", "leased next_id", "decode", "empty call"]
 # The child imports `timing` (bench.py's "raw" measurement) from this folder.
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -55,17 +63,21 @@ def main() -> None:
         order = [("before", before_dir), ("after", after_dir)]
         for name, directory in order if round % 2 == 0 else order[::-1]:
             runs[name].append(measure(directory))
-    print("| build | next_id() ns/call | empty Python call ns |")
-    print("|---|---:|---:|")
+    print("| build | " + " | ".join(f"{call} ns" for call in CALLS) + " |")
+    print("|---|" + "---:|" * len(CALLS))
     for name in ("before", "after"):
-        next_id = statistics.median(r["next_id"] for r in runs[name])
-        empty = statistics.median(r["empty"] for r in runs[name])
-        print(f"| {name} | {next_id:.1f} | {empty:.1f} |")
-    differences = [
-        a["next_id"] - b["next_id"] for a, b in zip(runs["after"], runs["before"], strict=True)
+        medians = [statistics.median(r[call] for r in runs[name]) for call in CALLS]
+        print(f"| {name} | " + " | ".join(f"{m:.1f}" for m in medians) + " |")
+    paired = [
+        statistics.median(
+            a[call] - b[call] for a, b in zip(runs["after"], runs["before"], strict=True)
+        )
+        for call in CALLS
     ]
     print(
-        f"| after - before (median of the {ROUNDS} paired rounds) | {statistics.median(differences):+.1f} | |"
+        f"| after - before (median of the {ROUNDS} paired rounds) | "
+        + " | ".join(f"{d:+.1f}" for d in paired)
+        + " |"
     )
     print(
         f"\n{ROUNDS} rounds, each one child process per build in alternating order; each child the median of "
