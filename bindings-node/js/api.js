@@ -16,7 +16,7 @@
 // idle (see `#leasedRefill`).
 import * as engine from './engine.js';
 import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';
-import { ClockflakeError, adopt, coded, describe, integer, onlyKnownKeys, plainObject, typeError } from './errors.js';
+import { ClockflakeError, adopt, coded, integer, onlyKnownKeys, plainObject, shown, typeError } from './errors.js';
 
 export { ClockflakeError };
 export { PublicIds } from './public-ids.js';
@@ -377,19 +377,19 @@ export class Generator {
    */
   static resume(state, options = {}) {
     const parsed = generatorOptions(options, RESUME_OPTION_NAMES, 'options');
-    if (state === null || typeof state !== 'object' || Array.isArray(state)) throw stateError(`expected an object, found ${describe(state)}`);
+    if (state === null || typeof state !== 'object' || Array.isArray(state)) throw stateError(`expected an object, found ${shown(state)}`);
     for (const key of Object.keys(state)) {
       if (!STATE_KEYS.includes(key)) throw stateError(`unexpected key ${JSON.stringify(key)}: expected ${STATE_KEYS.join(', ')}`);
     }
     const { layoutFingerprint, workerId, clockSeq, highWaterMs } = state;
-    if (typeof layoutFingerprint !== 'string') throw stateError(`layoutFingerprint: expected a decimal string, found ${describe(layoutFingerprint)}`);
+    if (typeof layoutFingerprint !== 'string') throw stateError(`layoutFingerprint: expected a decimal string, found ${shown(layoutFingerprint)}`);
     for (const [name, value] of [['workerId', workerId], ['clockSeq', clockSeq]]) {
-      if (!Number.isSafeInteger(value) || value < 0) throw stateError(`${name}: expected an integer 0..=9007199254740991, found ${describe(value)}`);
+      if (!Number.isSafeInteger(value) || value < 0) throw stateError(`${name}: expected an integer 0..=9007199254740991, found ${shown(value)}`);
     }
-    if (!Array.isArray(highWaterMs)) throw stateError(`highWaterMs: expected an array, found ${describe(highWaterMs)}`);
+    if (!Array.isArray(highWaterMs)) throw stateError(`highWaterMs: expected an array, found ${shown(highWaterMs)}`);
     const marks = highWaterMs.map((mark, i) => {
       if (mark === null) return null;
-      if (!Number.isSafeInteger(mark) || mark < 0) throw stateError(`highWaterMs[${i}]: expected null or an integer Unix ms, found ${describe(mark)}`);
+      if (!Number.isSafeInteger(mark) || mark < 0) throw stateError(`highWaterMs[${i}]: expected null or an integer Unix ms, found ${shown(mark)}`);
       return mark;
     });
     resuming = { parsed, state: { layoutFingerprint, workerId, clockSeq, marks } };

@@ -48,7 +48,7 @@ export function adopt(error, retryAtMs = null) {
 }
 
 /** How a value reads in a message. */
-export function describe(value) {
+export function shown(value) {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   switch (typeof value) {
@@ -69,7 +69,7 @@ export function describe(value) {
 }
 
 export function typeError(name, expected, found) {
-  return coded(TypeError, 'INVALID_ARG_TYPE', `invalid argument type: ${name}: expected ${expected}, found ${describe(found)}`);
+  return coded(TypeError, 'INVALID_ARG_TYPE', `invalid argument type: ${name}: expected ${expected}, found ${shown(found)}`);
 }
 
 /**

@@ -1,9 +1,9 @@
 //! Prints core's own message for a sample of every error kind, with the numbers the wasm build
-//! hands to JS (`src/describe.rs`), one JSON object a line. The Node tests rebuild each message
+//! hands to JS (`src/error_numbers.rs`), one JSON object a line. The Node tests rebuild each message
 //! in JS from the numbers and compare: `cargo run -q -p clockflake-wasm --example messages`.
 
-#[path = "../src/describe.rs"]
-mod describe;
+#[path = "../src/error_numbers.rs"]
+mod error_numbers;
 
 use clockflake::{Error, Field, InvalidId, LayoutProblem, PublicIdProblem, StateProblem};
 
@@ -77,7 +77,7 @@ fn main() {
         }));
     }
     for error in samples {
-        let (kind, fields) = describe::describe(&error);
+        let (kind, fields) = error_numbers::error_numbers(&error);
         let fields: Vec<String> = fields.iter().map(|f| format!("\"{f}\"")).collect();
         let message = error.to_string().replace('\\', "\\\\").replace('"', "\\\"");
         let message: String = message

@@ -1,5 +1,5 @@
 // Rebuilds core's error messages (core/src/error.rs, `Display`) from the numbers the wasm
-// build hands over (src/describe.rs), so the .wasm needs no core::fmt. The Node tests compare
+// build hands over (src/error_numbers.rs), so the .wasm needs no core::fmt. The Node tests compare
 // every kind with core's own output (examples/messages.rs), so a change in core shows up there.
 
 const FIELD_NAMES = ['timestamp', 'clock_seq', 'worker', 'sequence'];
@@ -76,7 +76,7 @@ const retry = (at) => (at === NONE ? '; the wait would exceed max_wait_ms' : `; 
 /**
  * Core's message for an error.
  * @param {string} code  Error::code()
- * @param {number} kind  sub-kind (describe.rs); 255 for a variant the wasm build does not know
+ * @param {number} kind  sub-kind (error_numbers.rs); 255 for a variant the wasm build does not know
  * @param {bigint[]} f   the four fields, as u64
  */
 export function formatMessage(code, kind, f) {

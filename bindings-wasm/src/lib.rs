@@ -22,7 +22,7 @@ use clockflake::{
 };
 use wasm_bindgen::prelude::*;
 
-mod describe;
+mod error_numbers;
 
 /// A small free-list allocator (merges neighbours on free) instead of std's dlmalloc: the same
 /// job in about 1 KiB of code instead of 8.3 KiB, which keeps the `.wasm` with the public-id
@@ -112,14 +112,14 @@ pub fn id_buffer_len() -> u32 {
 }
 
 /// The last refusal's code (empty if none). Scratch32\[0\] gets its kind and scratch64\[0..4\]
-/// its fields (see `describe.rs`, from which the wrapper rebuilds core's message), and
+/// its fields (see `error_numbers.rs`, from which the wrapper rebuilds core's message), and
 /// scratch64\[4\] its `retry_at_ms` as f64 (-1 for none).
 #[wasm_bindgen]
 pub fn error_take() -> String {
     let Some(error) = LAST_ERROR.with(Cell::take) else {
         return String::new();
     };
-    let (kind, fields) = describe::describe(&error);
+    let (kind, fields) = error_numbers::error_numbers(&error);
     put32(0, kind);
     for (slot, value) in fields.into_iter().enumerate() {
         put64(slot, value);

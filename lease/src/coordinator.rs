@@ -56,8 +56,9 @@ impl Grant {
 /// successful renewal was sent; and whoever is granted a worker id receives the state record
 /// its previous holder stored last.
 pub trait Coordinator: Send {
-    /// A short description for messages (`file:///var/lib/ids?app=orders`), never a password.
-    fn describe(&self) -> String;
+    /// The coordinator as messages show it: its URI without any secret
+    /// (`file:///var/lib/ids?app=orders`).
+    fn redacted_uri(&self) -> String;
 
     /// Takes a free worker id of `layout`, or fails with `WORKER_POOL_EXHAUSTED` when all
     /// `layout.max_worker_id() + 1` are held.
@@ -152,7 +153,7 @@ pub(crate) fn check_clock(
     let max_skew_ms = u64::try_from(max_skew.as_millis()).unwrap_or(u64::MAX);
     if skew_ms.unsigned_abs() > max_skew_ms.saturating_add(round_trip_ms.div_ceil(2)) {
         return Err(LeaseError::ClockSkew {
-            coordinator: coordinator.describe(),
+            coordinator: coordinator.redacted_uri(),
             local_ms,
             server_ms,
             skew_ms,

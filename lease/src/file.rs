@@ -318,11 +318,11 @@ impl FileCoordinator {
     }
 
     fn io_error(&self, what: &str, error: std::io::Error) -> LeaseError {
-        LeaseError::unavailable(&self.describe(), format!("{what}: {error}"))
+        LeaseError::unavailable(&self.redacted_uri(), format!("{what}: {error}"))
     }
 
     fn refuse(&self, reason: String) -> LeaseError {
-        LeaseError::unavailable(&self.describe(), reason)
+        LeaseError::unavailable(&self.redacted_uri(), reason)
     }
 
     /// `LEASE_LOST` unless `file` is still the lock file of `worker_id`.
@@ -468,7 +468,7 @@ impl FileCoordinator {
 }
 
 impl Coordinator for FileCoordinator {
-    fn describe(&self) -> String {
+    fn redacted_uri(&self) -> String {
         let mode = match self.sharing {
             Sharing::Private => "",
             Sharing::Group => "&mode=group",
@@ -487,7 +487,7 @@ impl Coordinator for FileCoordinator {
     fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {
         if self.held.is_some() {
             return Err(LeaseError::unavailable(
-                &self.describe(),
+                &self.redacted_uri(),
                 "this coordinator already holds a lease",
             ));
         }

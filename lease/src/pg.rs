@@ -287,7 +287,7 @@ fn first_grant_marks() -> String {
 /// Worker ids from row leases in PostgreSQL.
 pub struct PostgresCoordinator {
     config: Config,
-    describe: String,
+    redacted_uri: String,
     client: Option<Client>,
     table: String,
     app: String,
@@ -303,7 +303,7 @@ pub struct PostgresCoordinator {
 impl std::fmt::Debug for PostgresCoordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresCoordinator")
-            .field("coordinator", &self.describe)
+            .field("coordinator", &self.redacted_uri)
             .field("owner", &self.owner)
             .field("held", &self.held)
             .finish_non_exhaustive()
@@ -314,7 +314,7 @@ impl PostgresCoordinator {
     /// A coordinator for `app` on the server `config` points to. Connects lazily.
     pub fn new(
         mut config: Config,
-        describe: String,
+        redacted_uri: String,
         table: &str,
         app: &str,
         ttl: Duration,
@@ -329,7 +329,7 @@ impl PostgresCoordinator {
         }
         PostgresCoordinator {
             config,
-            describe,
+            redacted_uri,
             client: None,
             table: table.to_owned(),
             app: app.to_owned(),
@@ -442,7 +442,7 @@ impl PostgresCoordinator {
             .map(crate::uri::password_forms)
             .unwrap_or_default();
         LeaseError::unavailable(
-            &self.describe,
+            &self.redacted_uri,
             crate::uri::scrub(&error.to_string(), &secrets),
         )
     }
@@ -516,7 +516,7 @@ impl PostgresCoordinator {
     ) -> Result<Option<State>, LeaseError> {
         let location = format!(
             "{} table {} row (app={}, worker_id={worker_id})",
-            self.describe, self.table, self.app
+            self.redacted_uri, self.table, self.app
         );
         let fingerprint: Option<i64> = row.get("layout_fingerprint");
         let clock_seq: Option<i32> = row.get("clock_seq");
@@ -582,8 +582,8 @@ fn marks_of(state: &State) -> Vec<Option<i64>> {
 }
 
 impl Coordinator for PostgresCoordinator {
-    fn describe(&self) -> String {
-        self.describe.clone()
+    fn redacted_uri(&self) -> String {
+        self.redacted_uri.clone()
     }
 
     fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {

@@ -102,7 +102,7 @@ type Listed = (u64, i64, u8, Vec<u8>);
 /// Worker ids from expiring leases in Redis.
 pub struct RedisCoordinator {
     client: Client,
-    describe: String,
+    redacted_uri: String,
     /// The password as written and percent-encoded, scrubbed from every error's text.
     secrets: Vec<String>,
     connection: Option<Connection>,
@@ -119,7 +119,7 @@ pub struct RedisCoordinator {
 impl std::fmt::Debug for RedisCoordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisCoordinator")
-            .field("coordinator", &self.describe)
+            .field("coordinator", &self.redacted_uri)
             .field("owner", &self.owner)
             .field(
                 "held",
@@ -145,7 +145,7 @@ impl RedisCoordinator {
     /// A coordinator for `app` on `endpoint`. Connects lazily.
     pub(crate) fn new(
         endpoint: Endpoint,
-        describe: String,
+        redacted_uri: String,
         app: &str,
         ttl: Duration,
         owner: String,
@@ -193,7 +193,7 @@ impl RedisCoordinator {
         .map_err(scrub)?;
         Ok(RedisCoordinator {
             client,
-            describe,
+            redacted_uri,
             secrets,
             connection: None,
             prefix: format!("clockflake:{{{app}}}:"),
@@ -212,7 +212,7 @@ impl RedisCoordinator {
     /// `COORDINATOR_UNAVAILABLE` with `error`'s text scrubbed of the password.
     fn unavailable(&self, error: impl std::fmt::Display) -> LeaseError {
         LeaseError::unavailable(
-            &self.describe,
+            &self.redacted_uri,
             crate::uri::scrub(&error.to_string(), &self.secrets),
         )
     }
@@ -271,7 +271,10 @@ impl RedisCoordinator {
         has_state: bool,
         text: &[u8],
     ) -> Result<Option<State>, LeaseError> {
-        let location = format!("{} key {}worker:{worker_id}", self.describe, self.prefix);
+        let location = format!(
+            "{} key {}worker:{worker_id}",
+            self.redacted_uri, self.prefix
+        );
         if !has_state {
             return if leased_before {
                 Err(LeaseError::corrupt(
@@ -312,8 +315,8 @@ impl RedisCoordinator {
 }
 
 impl Coordinator for RedisCoordinator {
-    fn describe(&self) -> String {
-        self.describe.clone()
+    fn redacted_uri(&self) -> String {
+        self.redacted_uri.clone()
     }
 
     fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {
@@ -435,7 +438,7 @@ mod tests {
 
     fn refusal(uri: &str) -> String {
         match connect(uri) {
-            Ok(target) => format!("OK {}", target.coordinator.describe()),
+            Ok(target) => format!("OK {}", target.coordinator.redacted_uri()),
             Err(error) => format!("{} {error}", error.code()),
         }
     }

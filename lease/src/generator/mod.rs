@@ -116,7 +116,7 @@ struct Shared {
     /// Wall ms from which the first id can be issued after a handover (0: at once).
     ready_at_ms: u64,
     max_handover_wait_ms: u64,
-    describe: String,
+    redacted_uri: String,
     control: Mutex<Control>,
     notes: Mutex<Notes>,
     signal: Mutex<Signal>,
@@ -152,7 +152,7 @@ pub struct LeasedGenerator {
 impl std::fmt::Debug for LeasedGenerator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeasedGenerator")
-            .field("coordinator", &self.shared.describe)
+            .field("coordinator", &self.shared.redacted_uri)
             .field("worker_id", &self.worker_id)
             .field("layout", &self.layout)
             .finish_non_exhaustive()
@@ -197,7 +197,7 @@ impl LeasedGenerator {
         if workers > crate::MAX_LEASED_WORKERS {
             return Err(LeaseError::TooManyWorkers { workers });
         }
-        let describe = coordinator.describe();
+        let redacted_uri = coordinator.redacted_uri();
         let sent_boot_ms = boot_ms();
         let time = Time::new(&options);
         let grant = coordinator.acquire(&layout, time.now_ms())?;
@@ -223,12 +223,12 @@ impl LeasedGenerator {
                 return Err(error);
             }
         };
-        let shared = Arc::new(build(coordinator, describe));
+        let shared = Arc::new(build(coordinator, redacted_uri));
         let runner = Arc::clone(&shared);
         let renewer = std::thread::Builder::new()
             .name(format!("clockflake-lease-{}", grant.worker_id))
             .spawn(move || renew_thread(&runner))
-            .map_err(|error| LeaseError::unavailable(&shared.describe, error))?;
+            .map_err(|error| LeaseError::unavailable(&shared.redacted_uri, error))?;
         Ok(LeasedGenerator {
             shared,
             renewer: Mutex::new(Some(renewer)),
@@ -256,7 +256,11 @@ impl LeasedGenerator {
             Some(state) => {
                 if state.worker_id != grant.worker_id {
                     return Err(LeaseError::corrupt(
-                        format!("{} worker id {}", coordinator.describe(), grant.worker_id),
+                        format!(
+                            "{} worker id {}",
+                            coordinator.redacted_uri(),
+                            grant.worker_id
+                        ),
                         format!("the record names worker id {}", state.worker_id),
                     ));
                 }
@@ -306,7 +310,7 @@ impl LeasedGenerator {
                 None => u64::MAX,
             };
             let max_handover_wait_ms = options.max_handover_wait.as_millis() as u64;
-            return Ok(move |coordinator, describe| Shared {
+            return Ok(move |coordinator, redacted_uri| Shared {
                 gen,
                 time,
                 deadline_boot_ms: AtomicU64::new(deadline),
@@ -324,7 +328,7 @@ impl LeasedGenerator {
                 margin_ms,
                 ready_at_ms,
                 max_handover_wait_ms,
-                describe,
+                redacted_uri,
                 control: Mutex::new(Control {
                     coordinator,
                     until_ms,
@@ -361,7 +365,7 @@ impl LeasedGenerator {
 
     /// The coordinator, as `file:///...?app=...` or `postgres://...?app=...` (no password).
     pub fn coordinator(&self) -> &str {
-        &self.shared.describe
+        &self.shared.redacted_uri
     }
 
     /// Whether ids can still be issued (not lost, closed or invalidated by a fork).
@@ -563,7 +567,7 @@ impl LeasedGenerator {
                     // The renewal thread releases the worker id once its call returns.
                     signal.release_on_exit = true;
                     return Err(LeaseError::unavailable(
-                        &shared.describe,
+                        &shared.redacted_uri,
                         format!(
                             "closed: no more ids are issued, but the coordinator has not \
                              answered for {} ms; worker id {} is released when it answers or \

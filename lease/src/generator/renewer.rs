@@ -179,7 +179,7 @@ impl Shared {
         }
         drop(signal);
         Err(LeaseError::RenewalLate {
-            coordinator: self.describe.clone(),
+            coordinator: self.redacted_uri.clone(),
             reserved_until_ms: self.reserved_wall_ms.load(Ordering::Acquire),
             last_error: lock(&self.notes).last_error.clone(),
             retry_at_ms: self.wall_now() + RENEWAL_WAIT.as_millis() as u64,

@@ -58,10 +58,10 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
     };
     let config = pg_config(uri, &parts, &passthrough)?;
     let app = params.app;
-    let describe = format!("{}?app={app}", parts.base());
+    let redacted_uri = format!("{}?app={app}", parts.base());
     Ok(Target {
         coordinator: Box::new(
-            PostgresCoordinator::new(config, describe, &table, &app, ttl, owner_token())
+            PostgresCoordinator::new(config, redacted_uri, &table, &app, ttl, owner_token())
                 .with_tls(tls)
                 .with_max_skew(max_skew),
         ),
@@ -153,7 +153,7 @@ mod tests {
     fn a_connection_config_from_the_parts() {
         let config = |uri: &str| match super::super::connect(uri) {
             Err(error) => panic!("{error}"),
-            Ok(target) => target.coordinator.describe(),
+            Ok(target) => target.coordinator.redacted_uri(),
         };
         let shown = config("postgresql://me:s3cret@db:6543/orders?app=a&sslmode=disable");
         assert!(

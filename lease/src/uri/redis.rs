@@ -77,7 +77,7 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
         ),
         None => None,
     };
-    let describe = format!("{}?app={app}", parts.base());
+    let redacted_uri = format!("{}?app={app}", parts.base());
     let endpoint = crate::redis::Endpoint {
         host,
         port: port.unwrap_or(6379),
@@ -88,7 +88,7 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
         cacert,
     };
     let coordinator =
-        crate::redis::RedisCoordinator::new(endpoint, describe, &app, ttl, owner_token())
+        crate::redis::RedisCoordinator::new(endpoint, redacted_uri, &app, ttl, owner_token())
             .map_err(|reason| invalid(uri, reason))?
             .with_max_skew(max_skew);
     Ok(Target {

@@ -329,7 +329,7 @@ impl ZooKeeperCoordinator {
                 Some((mut acc, mtime)) => {
                     if acc.layout_fingerprint != state.layout_fingerprint {
                         return Err(LeaseError::corrupt(
-                            format!("{} node {path}", self.describe),
+                            format!("{} node {path}", self.redacted_uri),
                             format!(
                                 "worker id {worker} has records from two layouts \
                                  (fingerprints {} and {})",

@@ -194,7 +194,7 @@ impl ZooKeeperCoordinator {
             ),
         };
         check_identity(uri, &identity)?;
-        let describe = format!("zookeeper://{hosts}{root}?server={identity}");
+        let redacted_uri = format!("zookeeper://{hosts}{root}?server={identity}");
         Ok(ZooKeeperCoordinator {
             hosts,
             root,
@@ -207,7 +207,7 @@ impl ZooKeeperCoordinator {
             unreachable: None,
             offline_worker: None,
             max_skew,
-            describe,
+            redacted_uri,
             runtime: None,
             session: None,
             held: None,

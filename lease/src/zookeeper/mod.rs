@@ -121,7 +121,7 @@ pub struct ZooKeeperCoordinator {
     /// The worker id held from the cache, without ZooKeeper (`offline=cache`).
     offline_worker: Option<u64>,
     max_skew: Option<Duration>,
-    describe: String,
+    redacted_uri: String,
     runtime: Option<tokio::runtime::Runtime>,
     session: Option<Session>,
     held: Option<Held>,
@@ -163,7 +163,7 @@ impl ZooKeeperCoordinator {
     }
 
     pub(super) fn unavailable(&self, reason: impl std::fmt::Display) -> LeaseError {
-        LeaseError::unavailable(&self.describe, reason)
+        LeaseError::unavailable(&self.redacted_uri, reason)
     }
 
     /// A `servers` node's record and stat: `None` when the node is gone, no record while it
@@ -182,7 +182,7 @@ impl ZooKeeperCoordinator {
             return Ok(Some((None, stat)));
         }
         let state = record::decode(&data).map_err(|reason| {
-            LeaseError::corrupt(format!("{} node {path}", self.describe), reason)
+            LeaseError::corrupt(format!("{} node {path}", self.redacted_uri), reason)
         })?;
         Ok(Some((Some(state), stat)))
     }
@@ -197,8 +197,8 @@ impl ZooKeeperCoordinator {
 }
 
 impl Coordinator for ZooKeeperCoordinator {
-    fn describe(&self) -> String {
-        self.describe.clone()
+    fn redacted_uri(&self) -> String {
+        self.redacted_uri.clone()
     }
 
     fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {
@@ -353,7 +353,7 @@ impl Drop for ZooKeeperCoordinator {
 impl std::fmt::Debug for ZooKeeperCoordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZooKeeperCoordinator")
-            .field("describe", &self.describe)
+            .field("redacted_uri", &self.redacted_uri)
             .field("session_timeout", &self.session_timeout)
             .field("worker_id", &self.held.as_ref().map(|h| h.worker_id))
             .finish_non_exhaustive()

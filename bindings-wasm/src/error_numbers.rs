@@ -14,7 +14,7 @@ use clockflake::{Error, InvalidId, LayoutProblem, PublicIdProblem, StateProblem}
 pub const NONE: u64 = u64::MAX;
 
 /// `(kind, fields)` of an error.
-pub fn describe(error: &Error) -> (u32, [u64; 4]) {
+pub fn error_numbers(error: &Error) -> (u32, [u64; 4]) {
     let opt = |v: Option<u64>| v.unwrap_or(NONE);
     match *error {
         Error::InvalidId(problem) => match problem {
