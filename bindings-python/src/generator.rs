@@ -67,9 +67,10 @@ enum Inner {
     Leased(Leased),
 }
 
-/// A Python callable as a core clock. Core's `Clock` cannot fail, so an exception (or a value
-/// that is not an int of Unix ms) is kept aside and the clock reads `u64::MAX`, which every
-/// layout refuses before touching the generator's state; the caller then raises what was kept.
+/// A Python callable as a core clock. A core clock refuses only with core's errors, so an
+/// exception (or a value that is not an int of Unix ms) is kept aside and the clock reads
+/// `u64::MAX`, which every layout refuses before touching the generator's state (and which
+/// ends a wait at once); the caller then raises what was kept.
 struct PyClock<'a, 'py> {
     func: &'a Bound<'py, PyAny>,
     error: Cell<Option<PyErr>>,
