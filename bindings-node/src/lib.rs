@@ -279,9 +279,7 @@ pub fn leased_next_id_at(generator: &External<LeasedGenerator>, now_ms: f64) -> 
 /// never expires (`file://`).
 #[napi(catch_unwind)]
 pub fn leased_remaining_ms(generator: &External<LeasedGenerator>) -> Option<f64> {
-    generator
-        .deadline_boot_ms()
-        .map(|deadline| number(deadline.saturating_sub(clockflake_lease::boot_ms())))
+    generator.stats().deadline_in_ms.map(number)
 }
 
 /// The leased worker id.

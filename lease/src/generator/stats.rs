@@ -104,10 +104,9 @@ impl LeasedGenerator {
                 _ => "closed",
             }
         };
-        let deadline_in_ms = match shared.deadline_boot_ms.load(Ordering::Acquire) {
-            u64::MAX => None,
-            deadline => Some(deadline.saturating_sub(boot_ms())),
-        };
+        let deadline_in_ms = self
+            .deadline_boot_ms()
+            .map(|deadline| deadline.saturating_sub(boot_ms()));
         LeaseStats {
             worker_id: self.worker_id,
             state,
