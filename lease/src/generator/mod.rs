@@ -166,8 +166,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl Shared {}
-
 /// How long before the lease deadline (boot ms) blocks of more than one id stop being
 /// granted: two ticks of the layout plus 10 ms.
 ///
