@@ -110,24 +110,6 @@ pub trait Coordinator: Send {
 /// `zookeeper://`): 5 s.
 pub const DEFAULT_MAX_SKEW: Duration = Duration::from_secs(5);
 
-/// The value of a `max_skew` URI parameter: `off`, or a duration like `5s`, `500ms`, `1m`
-/// (at least 1 ms). `uri` is for the `INVALID_URI` message only.
-#[cfg(any(feature = "postgres", feature = "redis", feature = "zookeeper"))]
-pub(crate) fn parse_max_skew(uri: &str, value: &str) -> Result<Option<Duration>, LeaseError> {
-    if value.eq_ignore_ascii_case("off") {
-        return Ok(None);
-    }
-    crate::parse_duration(value)
-        .filter(|d| !d.is_zero())
-        .map(Some)
-        .ok_or_else(|| {
-            crate::uri::invalid(
-                uri,
-                "max_skew must be off or look like 5s, 500ms or 1m (at least 1ms)",
-            )
-        })
-}
-
 /// The start-up clock check: reads the coordinator's clock ([`Coordinator::server_time_ms`])
 /// and compares it with `local_ms()` (the generator's clock) at the midpoint of that request.
 /// Returns the measured skew (local minus server, ms; `None` when the check is off or the

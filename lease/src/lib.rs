@@ -62,6 +62,7 @@ mod pg;
 mod record;
 #[cfg(feature = "redis")]
 mod redis;
+mod secrets;
 mod uri;
 #[cfg(feature = "zookeeper")]
 mod zookeeper;

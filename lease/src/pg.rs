@@ -439,11 +439,11 @@ impl PostgresCoordinator {
         let secrets = self
             .config
             .get_password()
-            .map(crate::uri::password_forms)
+            .map(crate::secrets::password_forms)
             .unwrap_or_default();
         LeaseError::unavailable(
             &self.redacted_uri,
-            crate::uri::scrub(&error.to_string(), &secrets),
+            crate::secrets::scrub(&error.to_string(), &secrets),
         )
     }
 

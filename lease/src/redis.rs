@@ -153,7 +153,7 @@ impl RedisCoordinator {
         let secrets = endpoint
             .password
             .as_deref()
-            .map(|p| crate::uri::password_forms(p.as_bytes()))
+            .map(|p| crate::secrets::password_forms(p.as_bytes()))
             .unwrap_or_default();
         let addr = if endpoint.tls {
             // The redis crate asks rustls for its process-wide provider: install ring's unless
@@ -175,7 +175,8 @@ impl RedisCoordinator {
         if let Some(password) = &endpoint.password {
             settings = settings.set_password(password);
         }
-        let scrub = |error: ::redis::RedisError| crate::uri::scrub(&error.to_string(), &secrets);
+        let scrub =
+            |error: ::redis::RedisError| crate::secrets::scrub(&error.to_string(), &secrets);
         let info = addr
             .into_connection_info()
             .map_err(scrub)?
@@ -213,7 +214,7 @@ impl RedisCoordinator {
     fn unavailable(&self, error: impl std::fmt::Display) -> LeaseError {
         LeaseError::unavailable(
             &self.redacted_uri,
-            crate::uri::scrub(&error.to_string(), &self.secrets),
+            crate::secrets::scrub(&error.to_string(), &self.secrets),
         )
     }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 use percent_encoding::percent_decode_str;
 use url::Url;
 
+use crate::secrets::scrub;
 use crate::{Coordinator, LeaseError};
 
 mod file;
@@ -283,45 +284,6 @@ fn secrets_of(uri: &str) -> Vec<String> {
     secrets
 }
 
-/// `text` with every secret of `secrets` (at least 3 bytes long; ASCII case ignored, for
-/// percent-encodings) replaced by `***`.
-pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
-    let mut secrets: Vec<&String> = secrets.iter().filter(|s| s.len() >= 3).collect();
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    let mut text = text.to_owned();
-    for secret in secrets {
-        let needle = secret.to_ascii_lowercase();
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text.as_str();
-        while let Some(at) = rest.to_ascii_lowercase().find(&needle) {
-            // ASCII lowercasing keeps byte offsets, and `needle` starts and ends where a
-            // match of the same bytes does, so both cuts fall on char boundaries.
-            out.push_str(&rest[..at]);
-            out.push_str("***");
-            rest = &rest[at + needle.len()..];
-        }
-        out.push_str(rest);
-        text = out;
-    }
-    text
-}
-
-/// `password` (bytes, as a connection config holds it) as written and percent-encoded
-/// (everything but the unreserved `A-Z a-z 0-9 - . _ ~`).
-#[cfg(any(feature = "postgres", feature = "redis", test))]
-pub(crate) fn password_forms(password: &[u8]) -> Vec<String> {
-    use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
-    const RESERVED: &AsciiSet = &NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'.')
-        .remove(b'_')
-        .remove(b'~');
-    vec![
-        String::from_utf8_lossy(password).into_owned(),
-        percent_encode(password, RESERVED).to_string(),
-    ]
-}
-
 /// Percent-decoding that keeps a '%' not followed by two hex digits as it is (as PostgreSQL
 /// clients read passwords).
 fn decode_lenient(text: &str) -> Vec<u8> {
@@ -342,6 +304,24 @@ pub(crate) fn percent_decode(text: &str) -> Result<String, String> {
     }
     String::from_utf8(decode_lenient(text))
         .map_err(|_| "percent-encoding that is not UTF-8".to_owned())
+}
+
+/// The value of a `max_skew` URI parameter: `off`, or a duration like `5s`, `500ms`, `1m`
+/// (at least 1 ms). `uri` is for the `INVALID_URI` message only.
+#[cfg(any(feature = "postgres", feature = "redis", feature = "zookeeper"))]
+pub(crate) fn parse_max_skew(uri: &str, value: &str) -> Result<Option<Duration>, LeaseError> {
+    if value.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    crate::parse_duration(value)
+        .filter(|d| !d.is_zero())
+        .map(Some)
+        .ok_or_else(|| {
+            invalid(
+                uri,
+                "max_skew must be off or look like 5s, 500ms or 1m (at least 1ms)",
+            )
+        })
 }
 
 /// `10s`, `1500ms`, `2m`, or a bare number of seconds.
@@ -654,16 +634,6 @@ mod tests {
         ] {
             assert_eq!(redact(uri), shown, "{uri}");
         }
-    }
-
-    #[test]
-    fn scrubbing() {
-        let secrets = ["P%40ss".to_owned(), "p@ss".to_owned(), "ab".to_owned()];
-        assert_eq!(
-            scrub("a p%40ss, P@SS and p@ss about tabs", &secrets),
-            "a ***, *** and *** about tabs"
-        );
-        assert_eq!(password_forms(b"a/b"), ["a/b", "a%2Fb"]);
     }
 
     #[test]

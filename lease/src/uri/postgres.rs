@@ -54,7 +54,7 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
     let tls = PgTls::new(sslmode, sslrootcert).map_err(|reason| invalid(uri, reason))?;
     let max_skew = match take("max_skew") {
         None => Some(crate::coordinator::DEFAULT_MAX_SKEW),
-        Some(value) => crate::coordinator::parse_max_skew(uri, value)?,
+        Some(value) => crate::uri::parse_max_skew(uri, value)?,
     };
     let config = pg_config(uri, &parts, &passthrough)?;
     let app = params.app;

@@ -24,7 +24,7 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
                     .filter(|d| !d.is_zero())
                     .ok_or_else(|| invalid(uri, "ttl must look like 10s, 1500ms or 2m"))?
             }
-            "max_skew" => max_skew = crate::coordinator::parse_max_skew(uri, value)?,
+            "max_skew" => max_skew = crate::uri::parse_max_skew(uri, value)?,
             "cacert" if tls => cacert = Some(value.clone()),
             "cacert" => return Err(invalid(uri, "cacert is a rediss:// (TLS) parameter")),
             _ => {

@@ -114,7 +114,7 @@ impl ZooKeeperCoordinator {
                     }
                     cache = Some(PathBuf::from(value));
                 }
-                "max_skew" => max_skew = crate::coordinator::parse_max_skew(uri, &value)?,
+                "max_skew" => max_skew = crate::uri::parse_max_skew(uri, &value)?,
                 "takeover" => {
                     takeover = match value.as_str() {
                         "on" => true,
