@@ -14,8 +14,7 @@ use crate::errors::Refusal;
 
 /// A generator on a leased worker id.
 pub struct Leased {
-    /// `None` only while being dropped.
-    inner: Option<PerProcess>,
+    inner: PerProcess,
 }
 
 /// The lease crate's host in Python: blocking work without the GIL, pauses that check for
@@ -75,26 +74,20 @@ impl Leased {
             max_handover_wait,
         };
         Ok(Leased {
-            inner: Some(PerProcess::open(&Gil(py), &uri, layout, options)?),
+            inner: PerProcess::open(&Gil(py), &uri, layout, options)?,
         })
-    }
-
-    fn inner(&self) -> &PerProcess {
-        self.inner
-            .as_ref()
-            .expect("only dropping takes the lease away")
     }
 
     /// The lease of this process (in a forked child, leased at the first call).
     fn current(&self, py: Python<'_>) -> PyResult<Arc<LeasedGenerator>> {
-        Ok(self.inner().current(&Gil(py))?)
+        Ok(self.inner.current(&Gil(py))?)
     }
 
     /// The next id: `try_next_id` with the GIL held (no I/O, no waiting), and after a refusal
     /// the lease crate's waiting `next_id` without the GIL.
     #[inline]
     pub fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
-        match self.inner().original_if_current() {
+        match self.inner.original_if_current() {
             Some(lease) => match lease.try_next_id() {
                 Ok(id) => Ok(id),
                 Err(_) => after_refusal(py, Arc::clone(lease)),
@@ -157,15 +150,15 @@ impl Leased {
     /// The lease this process holds, if any: never leases (in a forked child that has not
     /// leased yet, `None`).
     pub fn lease_if_current(&self) -> Option<Arc<LeasedGenerator>> {
-        self.inner().lease_if_current()
+        self.inner.lease_if_current()
     }
 
     pub fn coordinator(&self) -> String {
-        self.inner().coordinator().to_owned()
+        self.inner.coordinator().to_owned()
     }
 
     pub fn layout(&self) -> &Layout {
-        self.inner().layout()
+        self.inner.layout()
     }
 
     pub fn policy(&self) -> Policy {
@@ -173,13 +166,13 @@ impl Leased {
     }
 
     pub fn options(&self) -> Options {
-        self.inner().options().generator
+        self.inner.options().generator
     }
 
     /// Stops, stores the state and releases the worker id (GIL released). In a forked child
     /// that has not leased its own worker id, only marks the generator closed.
     pub fn close(&self, py: Python<'_>) -> PyResult<()> {
-        Ok(self.inner().close(&Gil(py))?)
+        Ok(self.inner.close(&Gil(py))?)
     }
 }
 
@@ -187,10 +180,10 @@ impl Drop for Leased {
     fn drop(&mut self) {
         // Dropping this process's lease stops its renewal thread and stores the state: a join
         // and some I/O, done without the GIL when this thread holds it.
-        let mut pending = self.inner.take();
+        let mut pending = Some(self.inner.take_leases());
         let _ = Python::try_attach(|py| {
-            if let Some(inner) = pending.take() {
-                py.detach(move || drop(inner));
+            if let Some(leases) = pending.take() {
+                py.detach(move || drop(leases));
             }
         });
         drop(pending);

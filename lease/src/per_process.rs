@@ -71,8 +71,8 @@ pub struct PerProcess {
     uri: String,
     layout: Layout,
     options: LeaseOptions,
-    /// The lease `open` took, used in the process that took it (`None` only while being
-    /// dropped). The fast path reads it without a lock.
+    /// The lease `open` took, used in the process that took it (`None` once taken out by
+    /// `take_leases`). The fast path reads it without a lock.
     original: Option<Arc<LeasedGenerator>>,
     /// The fork generation of the process that took `original`.
     generation: u64,
@@ -262,25 +262,40 @@ impl PerProcess {
     }
 }
 
-impl Drop for PerProcess {
-    /// Drops this process's lease (stopping its renewal thread and storing its state) and
-    /// forgets any inherited one.
-    fn drop(&mut self) {
+impl PerProcess {
+    /// Takes this process's leases out, for the caller to drop where it chooses (dropping the
+    /// last reference to one stops its renewal thread and stores its state: a join and some
+    /// I/O), and forgets any inherited one. The generator refuses every call afterwards, as
+    /// after [`PerProcess::close`].
+    pub fn take_leases(&mut self) -> Vec<Arc<LeasedGenerator>> {
+        self.closed.store(true, Ordering::SeqCst);
         let generation = fork_generation();
         let relet = self
             .relet
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .take();
-        let mine = [
+        let held = [
             self.original.take().map(|lease| (self.generation, lease)),
             relet.map(|slot| (slot.generation, slot.lease)),
         ];
-        for (taken_in, lease) in mine.into_iter().flatten() {
-            if taken_in != generation {
+        let mut mine = Vec::new();
+        for (taken_in, lease) in held.into_iter().flatten() {
+            if taken_in == generation {
+                mine.push(lease);
+            } else {
                 // An ancestor's lease, inherited by this process: leave it alone.
                 std::mem::forget(lease);
             }
         }
+        mine
+    }
+}
+
+impl Drop for PerProcess {
+    /// Drops this process's lease (stopping its renewal thread and storing its state) and
+    /// forgets any inherited one.
+    fn drop(&mut self) {
+        drop(self.take_leases());
     }
 }
