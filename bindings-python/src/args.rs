@@ -329,14 +329,15 @@ impl Method {
     }
 }
 
+/// Reads `**options` for `method`: an unknown keyword is a `TypeError` naming it, as Python's
+/// own functions raise; the rules of each value are core's.
 pub fn generator_args(
     options: Option<&Bound<'_, PyDict>>,
     method: Method,
 ) -> PyResult<GeneratorArgs> {
-    let defaults = Options::default();
     let mut args = GeneratorArgs {
         layout: Layout::CLOCKSEQ,
-        options: defaults,
+        options: Options::default(),
         clock: None,
         max_handover_wait_ms: None,
     };
