@@ -47,13 +47,17 @@ fn the_table_holds_one_row_per_worker_id_with_its_marks() {
     gen.close().unwrap();
     let row = client
         .query_one(
-            "SELECT owner FROM clockflake_leases WHERE app = $1 AND worker_id = $2",
+            "SELECT owner, high_water_ms FROM clockflake_leases WHERE app = $1 AND worker_id = $2",
             &[&app, &(gen.worker_id() as i32)],
         )
         .unwrap();
     assert_eq!(row.get::<_, Option<String>>("owner"), None, "released");
-    let seen: HashSet<u64> = [id].into_iter().collect();
-    assert_eq!(seen.len(), 1);
+    let marks: Vec<Option<i64>> = row.get("high_water_ms");
+    assert!(
+        marks[0]
+            .is_some_and(|mark| mark as u64 >= Layout::CLOCKSEQ.decode(id).unwrap().timestamp_ms),
+        "the released row keeps a mark at or above the id issued: {marks:?}"
+    );
 }
 
 #[test]
