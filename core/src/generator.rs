@@ -12,6 +12,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::block::IdBlock;
 use crate::error::{Error, StateProblem};
 use crate::layout::{Field, Layout, MAX_CLOCK_SEQ_BITS};
+use crate::options::{Options, Policy};
 use crate::Clock;
 
 /// Slots in the high-water table: the most clock sequences a layout can have.
@@ -20,101 +21,6 @@ pub const MAX_CLOCK_SEQS: usize = 1 << MAX_CLOCK_SEQ_BITS;
 /// The word of a generator that has issued nothing in its clock sequence yet: bit 63 is never
 /// set in an id, and the clock-sequence bits below it say which sequence to start in.
 const FRESH: u64 = 1 << 63;
-
-/// What the generator does when the clock reads earlier than the last id it issued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
-pub enum Policy {
-    /// `clock-sequence`: move to a clock sequence not used at this time; if none, wait up to
-    /// `max_wait_ms`, else refuse with `CLOCK_SEQUENCE_EXHAUSTED`. The default when the layout
-    /// has clock-sequence bits.
-    ClockSequence,
-    /// `wait`: wait up to `max_wait_ms` for the clock to pass the last id, else refuse with
-    /// `CLOCK_MOVED_BACKWARDS`. The default for layouts without clock-sequence bits.
-    Wait,
-    /// `logical`: never go back; keep issuing at the last tick and, when its sequence is full,
-    /// run up to `max_drift_ms` ahead of the clock. Ids strictly increase.
-    Logical,
-    /// `fail`: refuse with `CLOCK_MOVED_BACKWARDS` at once.
-    Fail,
-}
-
-impl Policy {
-    /// Every policy, in the order of DESIGN.md.
-    pub const ALL: [Policy; 4] = [
-        Policy::ClockSequence,
-        Policy::Wait,
-        Policy::Logical,
-        Policy::Fail,
-    ];
-
-    /// The name, the same in every language: `clock-sequence`, `wait`, `logical`, `fail`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Policy::ClockSequence => "clock-sequence",
-            Policy::Wait => "wait",
-            Policy::Logical => "logical",
-            Policy::Fail => "fail",
-        }
-    }
-
-    /// Looks a policy up by [`Policy::name`].
-    pub fn from_name(name: &str) -> Result<Policy, Error> {
-        Policy::ALL
-            .into_iter()
-            .find(|policy| policy.name() == name)
-            .ok_or(Error::UnknownPolicy)
-    }
-
-    /// `clock-sequence` for layouts with clock-sequence bits, `wait` for the others.
-    pub const fn default_for(layout: &Layout) -> Policy {
-        if layout.bits(Field::ClockSeq) > 0 {
-            Policy::ClockSequence
-        } else {
-            Policy::Wait
-        }
-    }
-}
-
-impl core::str::FromStr for Policy {
-    type Err = Error;
-    fn from_str(name: &str) -> Result<Policy, Error> {
-        Policy::from_name(name)
-    }
-}
-
-/// How a generator behaves when the clock goes back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Options {
-    /// The rollback policy; `None` takes [`Policy::default_for`] the layout.
-    pub on_rollback: Option<Policy>,
-    /// Longest wait a refusal may ask for and still carry a `retry_at_ms` (default 5 ms).
-    pub max_wait_ms: u64,
-    /// How far ahead of the clock the `logical` policy may run (default 1000 ms).
-    pub max_drift_ms: u64,
-}
-
-impl Options {
-    /// The rollback policy these options give a generator of `layout`: `on_rollback`, or
-    /// [`Policy::default_for`] the layout when it is unset.
-    pub const fn policy_for(&self, layout: &Layout) -> Policy {
-        match self.on_rollback {
-            Some(policy) => policy,
-            None => Policy::default_for(layout),
-        }
-    }
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            on_rollback: None,
-            max_wait_ms: 5,
-            max_drift_ms: 1000,
-        }
-    }
-}
 
 /// A generator's saved state: enough to continue without repeating an id after a restart,
 /// or to hand its worker id over to another process.

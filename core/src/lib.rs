@@ -37,6 +37,7 @@ mod error;
 mod generator;
 mod id;
 mod layout;
+mod options;
 mod public;
 #[cfg(feature = "std")]
 mod std_clock;
@@ -44,9 +45,10 @@ mod wait;
 
 pub use block::IdBlock;
 pub use error::{Error, InvalidId, LayoutProblem, PublicIdProblem, StateProblem};
-pub use generator::{Generator, Options, Policy, State, MAX_CLOCK_SEQS};
+pub use generator::{Generator, State, MAX_CLOCK_SEQS};
 pub use id::Parts;
 pub use layout::{Field, Layout, MAX_CLOCK_SEQ_BITS, MAX_TIME_MS};
+pub use options::{Options, Policy};
 pub use public::{PublicIds, PublicText, MAX_KEY_VERSION};
 #[cfg(feature = "std")]
 pub use std_clock::{retry_after, sleep_or_spin, wait_until, MonotonicClock, SystemClock};
