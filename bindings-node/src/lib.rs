@@ -171,8 +171,8 @@ pub struct StateOut {
 // the lease deadline is more than two ticks + 10 ms away (closer, one id checked like
 // `next_id`), and JavaScript hands its ids out only while `Date.now()` reads within the
 // window the lease gave the block (its tick, on the system clock), so the last one goes out
-// well before the deadline. `close()` empties the block before closing. Every id of a block lies inside the
-// persisted reservation, like every id of `next_id`.
+// well before the deadline. `close()` empties the block before closing. Every id of a block
+// lies inside the persisted reservation, like every id of `next_id`.
 
 fn throw_lease(error: LeaseError) -> napi::Error<&'static str> {
     LAST_RETRY_AT_MS.with(|last| last.set(error.retry_at_ms()));
@@ -230,10 +230,10 @@ pub fn leased_next_id(generator: &External<LeasedGenerator>) -> Result<u64> {
 
 /// Takes the next block of a leased generator into `out`: consecutive ids of one tick, at
 /// least one, up to `max_count` and the buffer's size (waits out a full tick and a handover;
-/// refuses once the lease is lost or closed). The
-/// buffer's last three slots receive, as the bits of f64s, the block's tick (Unix ms, on the
-/// lease's time) and the window the lease gives it on the system clock, `[from, until)`:
-/// JavaScript serves the block only while `Date.now()` reads within it.
+/// refuses once the lease is lost or closed). The buffer's last three slots receive, as the
+/// bits of f64s, the block's tick (Unix ms, on the lease's time) and the window the lease
+/// gives it on the system clock, `[from, until)`: JavaScript serves the block only while
+/// `Date.now()` reads within it.
 #[napi(catch_unwind)]
 pub fn leased_take(
     generator: &External<LeasedGenerator>,
@@ -279,7 +279,7 @@ pub fn leased_next_id_at(generator: &External<LeasedGenerator>, now_ms: f64) -> 
 /// never expires (`file://`).
 #[napi(catch_unwind)]
 pub fn leased_remaining_ms(generator: &External<LeasedGenerator>) -> Option<f64> {
-    generator.stats().deadline_in_ms.map(number)
+    generator.deadline_in_ms().map(number)
 }
 
 /// The leased worker id.

@@ -463,10 +463,14 @@ impl LeasedGenerator {
     /// unless a renewal moves it. `None` when the lease never expires (`file://`); 0 once
     /// lost, closed or invalidated by a fork.
     pub fn deadline_boot_ms(&self) -> Option<u64> {
-        match self.shared.deadline_boot_ms.load(Ordering::Acquire) {
-            u64::MAX => None,
-            deadline => Some(deadline),
-        }
+        self.shared.deadline()
+    }
+
+    /// Milliseconds until the lease deadline (0 once passed, lost or closed); `None` when the
+    /// lease never expires (`file://`).
+    pub fn deadline_in_ms(&self) -> Option<u64> {
+        self.deadline_boot_ms()
+            .map(|deadline| deadline.saturating_sub(boot_ms()))
     }
 
     fn block(

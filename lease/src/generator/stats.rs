@@ -4,7 +4,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::{LeasedGenerator, ACTIVE, LOST};
-use crate::clock::boot_ms;
 
 /// Counters of the slow paths (never touched by an id that takes the fast path).
 #[derive(Default)]
@@ -104,9 +103,6 @@ impl LeasedGenerator {
                 _ => "closed",
             }
         };
-        let deadline_in_ms = self
-            .deadline_boot_ms()
-            .map(|deadline| deadline.saturating_sub(boot_ms()));
         LeaseStats {
             worker_id: self.worker_id,
             state,
@@ -118,7 +114,7 @@ impl LeasedGenerator {
                 waits: counters.waits.load(Ordering::Relaxed),
                 wait_us: counters.wait_us.load(Ordering::Relaxed),
             },
-            deadline_in_ms,
+            deadline_in_ms: self.deadline_in_ms(),
             reserved_until_ms: shared.reserved_wall_ms.load(Ordering::Acquire),
             measured_skew_ms: self.measured_skew_ms,
         }

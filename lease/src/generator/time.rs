@@ -126,6 +126,15 @@ impl Shared {
         self.time.now_ms()
     }
 
+    /// The lease deadline on the boot clock; `None` when the lease never expires (`file://`:
+    /// the lock is the lease).
+    pub(super) fn deadline(&self) -> Option<u64> {
+        match self.deadline_boot_ms.load(Ordering::Acquire) {
+            u64::MAX => None,
+            deadline => Some(deadline),
+        }
+    }
+
     /// One try on the fast path: the core generator, on a clock that fails every id once
     /// the deadline or the reservation has passed.
     #[inline(always)]
@@ -166,9 +175,9 @@ impl Shared {
         let own_ms = self.time.at_boot(boot);
         let system_ms = wall_ms();
         let to_system = |ms: u64| (ms + system_ms).saturating_sub(own_ms);
-        let until_ms = match self.deadline_boot_ms.load(Ordering::Acquire) {
-            u64::MAX => block.serve_until_ms(), // file://: the lock is the lease
-            deadline => block
+        let until_ms = match self.deadline() {
+            None => block.serve_until_ms(),
+            Some(deadline) => block
                 .serve_until_ms()
                 .min(own_ms.saturating_add(deadline.saturating_sub(boot))),
         };
