@@ -346,7 +346,7 @@ export class Generator {
       this.#record = record;
       this.#clock = null;
       this.#handle = null;
-      // BLOCK ids, then the tick's start on the lease's time and on `Date.now()`'s.
+      // BLOCK ids, then the block's tick (the lease's time) and its window [from, until) on `Date.now()`'s.
       this.#buffer = new BigUint64Array(BLOCK + 3);
       this.#meta = new Float64Array(this.#buffer.buffer, BLOCK * 8, 3);
       return;

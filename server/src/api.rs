@@ -189,12 +189,12 @@ fn body_response(content_type: &'static str, body: Vec<u8>) -> Response {
 }
 
 const JSON: &str = "application/json";
+const TEXT: &str = "text/plain; charset=utf-8";
 
 /// A JSON value as the response body.
 fn json_response(body: &serde_json::Value) -> Response {
     body_response(JSON, body.to_string().into_bytes())
 }
-const TEXT: &str = "text/plain; charset=utf-8";
 
 async fn get_id(State(app): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
     let gen = app.supervisor.generator()?;
