@@ -11,11 +11,12 @@
 mod common;
 
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use clockflake::Layout;
-use clockflake_lease::{open, LeaseOptions, LeasedGenerator};
+use clockflake_lease::{open, LeaseOptions};
+use common::failover::{check, start_holders};
 use common::*;
 
 /// One pair of servers at a time.
@@ -69,112 +70,6 @@ fn multi_host(app: &str) -> String {
 
 fn single(url: &str, app: &str) -> String {
     format!("{url}?app={app}&ttl={TTL}&max_skew=1s")
-}
-
-/// What a holder saw: its ids, its longest id call, and its refusals by code.
-#[derive(Default)]
-struct Seen {
-    ids: Vec<u64>,
-    longest_call: Duration,
-    refusals: std::collections::BTreeMap<&'static str, usize>,
-}
-
-/// A holder: opens `uri` (retrying while the coordinator cannot grant) and issues ids until
-/// stopped, every call timed.
-struct Holder {
-    run: Repeating<Option<(Result<u64, &'static str>, Duration)>>,
-    gen: Arc<Mutex<Option<Arc<LeasedGenerator>>>>,
-}
-
-impl Holder {
-    fn start(uri: String) -> Holder {
-        let gen: Arc<Mutex<Option<Arc<LeasedGenerator>>>> = Arc::default();
-        let slot = Arc::clone(&gen);
-        let options = LeaseOptions {
-            // A call refuses at once while the clock is behind the marks: no call waits.
-            max_handover_wait: Duration::ZERO,
-            ..LeaseOptions::default()
-        };
-        let run = Repeating::start(move || {
-            let current = slot.lock().unwrap().clone();
-            let Some(gen) = current else {
-                match open(&uri, Layout::CLOCKSEQ, options.clone()) {
-                    Ok(opened) => *slot.lock().unwrap() = Some(Arc::new(opened)),
-                    Err(_) => std::thread::sleep(Duration::from_millis(50)),
-                }
-                return None;
-            };
-            let started = Instant::now();
-            let result = gen.next_id().map_err(|error| error.code());
-            let took = started.elapsed();
-            std::thread::sleep(Duration::from_micros(200));
-            Some((result, took))
-        });
-        Holder { run, gen }
-    }
-
-    fn stop(self) -> Seen {
-        let calls = self.run.stop();
-        if let Some(gen) = self.gen.lock().unwrap().take() {
-            let started = Instant::now();
-            let _ = gen.close();
-            assert!(
-                started.elapsed() < Duration::from_secs(3),
-                "close took {:?}",
-                started.elapsed()
-            );
-        }
-        let mut seen = Seen::default();
-        for (result, took) in calls.into_iter().flatten() {
-            seen.longest_call = seen.longest_call.max(took);
-            match result {
-                Ok(id) => seen.ids.push(id),
-                Err(code) => *seen.refusals.entry(code).or_default() += 1,
-            }
-        }
-        seen
-    }
-}
-
-fn start_holders(uri: &str, count: usize) -> Vec<Holder> {
-    (0..count).map(|_| Holder::start(uri.to_owned())).collect()
-}
-
-/// Every id of every holder unique, no call over 100 ms; the holders of `newcomers` issued.
-fn check(old: Vec<Holder>, newcomers: Vec<Holder>) {
-    let old: Vec<Seen> = old.into_iter().map(Holder::stop).collect();
-    let new: Vec<Seen> = newcomers.into_iter().map(Holder::stop).collect();
-    for (label, seen) in old
-        .iter()
-        .map(|s| ("old", s))
-        .chain(new.iter().map(|s| ("new", s)))
-    {
-        eprintln!(
-            "{label} holder: {} ids, longest call {:?}, refusals {:?}",
-            seen.ids.len(),
-            seen.longest_call,
-            seen.refusals
-        );
-        assert!(
-            seen.longest_call < Duration::from_millis(100),
-            "an id call took {:?}",
-            seen.longest_call
-        );
-    }
-    assert!(
-        old.iter().all(|seen| !seen.ids.is_empty()),
-        "an old holder issued nothing"
-    );
-    assert!(
-        new.iter().all(|seen| !seen.ids.is_empty()),
-        "a newcomer issued nothing"
-    );
-    let all = old
-        .iter()
-        .chain(&new)
-        .flat_map(|seen| seen.ids.iter().copied());
-    let count = assert_unique("across the failover", all);
-    eprintln!("{count} ids, no duplicate");
 }
 
 /// The issue's scenario, with the holders' URIs from `old_uri` and `new_uri` (given the app).

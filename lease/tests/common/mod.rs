@@ -1,6 +1,8 @@
 //! Helpers shared by the lease test binaries.
 #![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
+pub mod failover;
+
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
