@@ -43,6 +43,24 @@ fn _raise_error_example(code: &str) -> PyResult<()> {
     }
 }
 
+/// Tells clockflake that this process was restored from a snapshot (CRIU, a VM snapshot,
+/// serverless snapshot-restore): copies made from outside the process, which nothing inside
+/// it can see. Every generator made before refuses from now on (`WorkerIdInvalidatedError`),
+/// as in a forked child; a leased one leases a worker id of its own at its next call. Call
+/// it first thing after a restore, before any id. Forks (any kind) need no call.
+///
+/// >>> import clockflake
+/// >>> gen = clockflake.Generator(worker_id=3)
+/// >>> clockflake.restored()
+/// >>> gen.next_id()
+/// Traceback (most recent call last):
+/// ...
+/// clockflake.WorkerIdInvalidatedError: ...
+#[pyfunction]
+fn restored() {
+    clockflake_lease::fork::restored();
+}
+
 /// Snowflake-style 64-bit ids that never repeat, even when the wall clock steps back.
 ///
 /// `gil_used = false`: the module keeps no Python state behind the GIL's back (the generator is
@@ -56,6 +74,7 @@ fn _clockflake(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parts::encode, m)?)?;
     m.add_function(wrap_pyfunction!(parts::id_range, m)?)?;
     m.add_function(wrap_pyfunction!(parts::describe_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(restored, m)?)?;
     m.add_function(wrap_pyfunction!(_error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(_raise_error_example, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_lease_error_codes, m)?)?;

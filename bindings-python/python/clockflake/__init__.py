@@ -20,6 +20,7 @@ from clockflake._clockflake import (
     describe_layout,
     encode,
     id_range,
+    restored,
 )
 
 # Every exception class, one per stable code (`_errors.__all__`).
@@ -46,6 +47,7 @@ __all__ = [
     "id_range",
     "describe_layout",
     "layouts",
+    "restored",
     "GeneratorState",
     "GeneratorStats",
     "LayoutArg",

@@ -80,7 +80,8 @@ pub fn start_holders(uri: &str, count: usize) -> Vec<Holder> {
 }
 
 /// Every id of every holder unique, no call over 100 ms; the holders of `newcomers` issued.
-pub fn check(old: Vec<Holder>, newcomers: Vec<Holder>) {
+/// What each holder saw, old ones first.
+pub fn check(old: Vec<Holder>, newcomers: Vec<Holder>) -> Vec<Seen> {
     let old: Vec<Seen> = old.into_iter().map(Holder::stop).collect();
     let new: Vec<Seen> = newcomers.into_iter().map(Holder::stop).collect();
     for (label, seen) in old
@@ -114,4 +115,5 @@ pub fn check(old: Vec<Holder>, newcomers: Vec<Holder>) {
         .flat_map(|seen| seen.ids.iter().copied());
     let count = assert_unique("across the failover", all);
     eprintln!("{count} ids, no duplicate");
+    old.into_iter().chain(new).collect()
 }
