@@ -52,10 +52,11 @@ fn _raise_error_example(code: &str) -> PyResult<()> {
 /// >>> import clockflake
 /// >>> gen = clockflake.Generator(worker_id=3)
 /// >>> clockflake.restored()
-/// >>> gen.next_id()
-/// Traceback (most recent call last):
-/// ...
-/// clockflake.WorkerIdInvalidatedError: ...
+/// >>> try:
+/// ...     gen.next_id()
+/// ... except clockflake.WorkerIdInvalidatedError as error:
+/// ...     print(error.code)
+/// WORKER_ID_INVALIDATED
 #[pyfunction]
 fn restored() {
     clockflake_lease::fork::restored();

@@ -13,6 +13,7 @@ DOCUMENTED = [
     clockflake.Parts,
     clockflake.decode,
     clockflake.PublicIds,
+    clockflake.restored,
 ]
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "encode",
     "id_range",
     "describe_layout",
+    "restored",
     "_error_codes",
     "_raise_error_example",
     "_lease_error_codes",
