@@ -258,3 +258,10 @@ export declare function idRange(fromMs: number, toMs: number, layout?: Layout): 
 export declare function describeLayout(layout: Layout): LayoutInfo;
 /** Every preset layout's description. */
 export declare const layouts: Readonly<Record<PresetName, LayoutInfo>>;
+/**
+ * Tells clockflake that this process was restored from a snapshot (a VM or container snapshot,
+ * serverless snapshot-restore), which nothing inside the process can see. Every generator made
+ * before refuses from now on with `WORKER_ID_INVALIDATED`; make new ones. Call it first thing
+ * after a restore, before any id.
+ */
+export declare function restored(): void;

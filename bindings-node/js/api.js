@@ -48,6 +48,23 @@ function nativeAddon() {
 
 let CORE_CODES = new Set();
 
+/** How many times `restored()` was called: a generator made before refuses. */
+let restores = 0;
+
+/**
+ * Tells clockflake that this process was restored from a snapshot (a VM or container snapshot,
+ * serverless snapshot-restore): copies made from outside, which nothing inside the process can
+ * see. Every generator made before refuses from now on with `WORKER_ID_INVALIDATED` (its
+ * worker id may be another copy's too); make new ones, with their own worker ids (leased ones
+ * with `Generator.open`). Call it first thing after a restore, before any id.
+ */
+export function restored() {
+  restores += 1;
+  // Leased generators' native side refuses too (and so would a generator of another copy of
+  // this module in the process).
+  if (native !== null) native.restored();
+}
+
 /** Gives an error thrown by the native module its brand and `retryAtMs`. */
 function fromNative(error) {
   return adopt(error, error !== null && typeof error === 'object' && CORE_CODES.has(error.code) ? native.lastRetryAtMs() : null);
@@ -331,6 +348,8 @@ export class Generator {
   #tick = Infinity;
   /** A leased generator: whether a timer to drop an idle block is pending. */
   #dropArmed = false;
+  /** `restores` when the generator was made (see `restored`). */
+  #restores = restores;
 
   /**
    * @param {object} options `{ workerId, layout?, onRollback?, maxWaitMs?, maxDriftMs?, clock? }`
@@ -539,6 +558,7 @@ export class Generator {
    * and the next one starts within a second; otherwise throws SEQUENCE_EXHAUSTED with `retryAtMs`.
    */
   nextId() {
+    if (this.#restores !== restores) this.#refuseRestored();
     const handle = this.#handle;
     if (handle !== null) {
       const now = this.#clock === null ? Date.now() : this.#readClock();
@@ -558,6 +578,7 @@ export class Generator {
   /** The next id at an explicit time (Unix ms). Never blocks: a refusal throws, with `retryAtMs`. */
   nextIdAt(nowMs) {
     const now = integer(nowMs, 'nowMs', 'INVALID_ARG_VALUE');
+    if (this.#restores !== restores) this.#refuseRestored();
     if (this.#lease !== null) {
       // From the block when `now` is its tick, and only while it may be served at all.
       if (this.#pos < this.#count && now >= this.#tick && now < this.#tick + this.#record.unitMs) {
@@ -580,6 +601,7 @@ export class Generator {
   nextIds(count) {
     const n = integer(count, 'count', 'INVALID_ARG_VALUE');
     if (n > MAX_BATCH) throw coded(RangeError, 'INVALID_ARG_VALUE', `count out of range: expected at most ${MAX_BATCH}, found ${n}`);
+    if (this.#restores !== restores) this.#refuseRestored();
     const out = new BigUint64Array(n);
     let filled = 0;
     const handle = this.#handle;
@@ -625,6 +647,15 @@ export class Generator {
    * layout with long ticks throws SEQUENCE_EXHAUSTED with `retryAtMs` at once), a clock step
    * back only within `maxWaitMs`.
    */
+  /** Made before `restored()`: no id of a served block goes out, and every call refuses. */
+  #refuseRestored() {
+    this.#pos = 0;
+    this.#count = 0;
+    this.#low = Infinity;
+    this.#end = -Infinity;
+    throw engine.coreError('WORKER_ID_INVALIDATED');
+  }
+
   #retry(now, attempt) {
     for (;;) {
       const at = engine.blockingRetryAt(now);

@@ -66,6 +66,11 @@ function fresh() {
   if (u32.length === 0) views();
 }
 
+/** Core's error of `code` for a refusal without numbers (`WORKER_ID_INVALIDATED`). */
+export function coreError(code) {
+  return new ClockflakeError(code, formatMessage(code, 0, [0n, 0n, 0n, 0n]));
+}
+
 /** The refusal the last call left behind, as a ClockflakeError with core's code and message. */
 export function takeError() {
   const code = wasm_error_take();

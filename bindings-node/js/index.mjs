@@ -2,5 +2,5 @@
 // state, whichever way it is loaded).
 import clockflake from './index.cjs';
 
-export const { ClockflakeError, Generator, PublicIds, decode, describeLayout, encode, idRange, layouts } = clockflake;
+export const { ClockflakeError, Generator, PublicIds, decode, describeLayout, encode, idRange, layouts, restored } = clockflake;
 export default clockflake;

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import { ClockflakeError, setNativeLoader } from './api.js';
 
-export { ClockflakeError, Generator, PublicIds, decode, describeLayout, encode, idRange, layouts } from './api.js';
+export { ClockflakeError, Generator, PublicIds, decode, describeLayout, encode, idRange, layouts, restored } from './api.js';
 
 /** The npm package of the native addon for this platform, named as napi-rs names it. */
 function platformPackage() {
