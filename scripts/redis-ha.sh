@@ -44,13 +44,7 @@ start_server() {
 }
 
 kill_server() {
-  local name=$1 pid
-  [ -f "$DIR/$name.pid" ] || return 0
-  pid=$(cat "$DIR/$name.pid")
-  kill -CONT "$pid" 2>/dev/null || true
-  kill -9 "$pid" 2>/dev/null || true
-  while alive "$pid"; do sleep 0.02; done
-  rm -f "$DIR/$name.pid"
+  kill_pid_file "$DIR/$1.pid"
 }
 
 url() {

@@ -54,13 +54,7 @@ await() {
 }
 
 kill_server() {
-  local dir=$ROOT_DIR/$1 pid
-  [ -f "$dir/pid" ] || return 0
-  pid=$(cat "$dir/pid")
-  kill -CONT "$pid" 2>/dev/null || true
-  kill -9 "$pid" 2>/dev/null || true
-  while alive "$pid"; do sleep 0.02; done
-  rm -f "$dir/pid"
+  kill_pid_file "$ROOT_DIR/$1/pid"
 }
 
 url() {

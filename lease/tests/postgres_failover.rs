@@ -10,13 +10,12 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use clockflake::Layout;
 use clockflake_lease::{open, LeaseOptions};
-use common::failover::{check, start_holders};
+use common::failover::{check, servers, start_holders};
 use common::*;
 
 /// One pair of servers at a time.
@@ -28,27 +27,12 @@ const TTL: &str = "4s";
 const LAG: Duration = Duration::from_millis(5000);
 
 fn ha(args: &[&str]) -> String {
-    let script = format!("{}/../scripts/postgres-ha.sh", env!("CARGO_MANIFEST_DIR"));
-    let output = Command::new(script).args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "postgres-ha.sh {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    script("postgres-ha.sh", args)
 }
 
-/// The turn, or `None` (skipped) without the scripts' directory.
+/// The turn and a new pair of servers (`mode`: async or sync), or `None` (skipped).
 fn pair(mode: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    if std::env::var_os("CLOCKFLAKE_PG_HA_DIR").is_none() {
-        assert!(
-            std::env::var_os("CLOCKFLAKE_PG_HA_REQUIRED").is_none(),
-            "CLOCKFLAKE_PG_HA_DIR is not set"
-        );
-        eprintln!("skipped: CLOCKFLAKE_PG_HA_DIR is not set");
-        return None;
-    }
-    let serial = turn(&SERIAL);
+    let serial = servers(&SERIAL, "CLOCKFLAKE_PG_HA_DIR", "CLOCKFLAKE_PG_HA_REQUIRED")?;
     ha(&["start", mode]);
     Some(serial)
 }

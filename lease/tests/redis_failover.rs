@@ -5,40 +5,28 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use clockflake::Layout;
 use clockflake_lease::{open, LeaseOptions};
-use common::failover::{check, start_holders};
+use common::failover::{check, servers, start_holders};
 use common::*;
 
 /// One pair of servers at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn ha(action: &str) -> String {
-    let script = format!("{}/../scripts/redis-ha.sh", env!("CARGO_MANIFEST_DIR"));
-    let output = Command::new(script).arg(action).output().unwrap();
-    assert!(
-        output.status.success(),
-        "redis-ha.sh {action}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    script("redis-ha.sh", &[action])
 }
 
-/// The turn, or `None` (skipped) without the scripts' directory.
+/// The turn and a new pair of servers, or `None` (skipped).
 fn pair() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if std::env::var_os("CLOCKFLAKE_REDIS_HA_DIR").is_none() {
-        assert!(
-            std::env::var_os("CLOCKFLAKE_REDIS_HA_REQUIRED").is_none(),
-            "CLOCKFLAKE_REDIS_HA_DIR is not set"
-        );
-        eprintln!("skipped: CLOCKFLAKE_REDIS_HA_DIR is not set");
-        return None;
-    }
-    let serial = turn(&SERIAL);
+    let serial = servers(
+        &SERIAL,
+        "CLOCKFLAKE_REDIS_HA_DIR",
+        "CLOCKFLAKE_REDIS_HA_REQUIRED",
+    )?;
     ha("start");
     Some(serial)
 }

@@ -7,36 +7,28 @@
 
 mod common;
 
-use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
-use common::failover::{check, Holder};
+use common::failover::{check, servers, Holder};
 use common::*;
 
 fn ensemble(args: &[&str]) -> String {
-    let script = format!(
-        "{}/../scripts/zookeeper-ensemble.sh",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let output = Command::new(script).args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "zookeeper-ensemble.sh {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    script("zookeeper-ensemble.sh", args)
 }
+
+/// One ensemble at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 #[test]
 fn the_leader_killed_and_a_follower_frozen_lose_no_lease_and_repeat_no_id() {
-    if std::env::var_os("CLOCKFLAKE_ZK_ENSEMBLE_DIR").is_none() {
-        assert!(
-            std::env::var_os("CLOCKFLAKE_ZK_ENSEMBLE_REQUIRED").is_none(),
-            "CLOCKFLAKE_ZK_ENSEMBLE_DIR is not set"
-        );
-        eprintln!("skipped: CLOCKFLAKE_ZK_ENSEMBLE_DIR is not set");
+    let Some(_turn) = servers(
+        &SERIAL,
+        "CLOCKFLAKE_ZK_ENSEMBLE_DIR",
+        "CLOCKFLAKE_ZK_ENSEMBLE_REQUIRED",
+    ) else {
         return;
-    }
+    };
     let url = ensemble(&["start"]);
     let app = app("ensemble");
     let holders: Vec<Holder> = (1..=3)

@@ -8,7 +8,26 @@ use std::time::{Duration, Instant};
 use clockflake::Layout;
 use clockflake_lease::{open, LeaseOptions, LeasedGenerator};
 
-use super::{assert_unique, Repeating};
+use super::{assert_unique, turn, Repeating};
+
+/// The start of a failover test on servers a script starts in the directory `dir_variable`
+/// names: the test's turn (the servers are shared by the binary's tests), or `None` (skipped)
+/// when the variable is not set; a failure when `required_variable` is set too.
+pub fn servers(
+    serial: &'static Mutex<()>,
+    dir_variable: &str,
+    required_variable: &str,
+) -> Option<std::sync::MutexGuard<'static, ()>> {
+    if std::env::var_os(dir_variable).is_none() {
+        assert!(
+            std::env::var_os(required_variable).is_none(),
+            "{dir_variable} is not set"
+        );
+        eprintln!("skipped: {dir_variable} is not set");
+        return None;
+    }
+    Some(turn(serial))
+}
 
 /// What a holder saw: its ids, its longest id call, and its refusals by code.
 #[derive(Default)]
