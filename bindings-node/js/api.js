@@ -184,8 +184,21 @@ export const layouts = Object.freeze(Object.fromEntries([...PRESETS].map(([name,
 // ---------------------------------------------------------------------------------------------
 // Ids
 
+/**
+ * The layout argument as given, or the `layout` of an options object (`decode(id, { layout })`,
+ * the way Python takes `layout=`). A layout object has `fields`; an options object has not.
+ */
+export function layoutOption(layout) {
+  if (layout !== null && typeof layout === 'object' && !Array.isArray(layout) && Object.hasOwn(layout, 'layout') && !Object.hasOwn(layout, 'fields')) {
+    onlyKnownKeys(layout, ['layout'], 'options');
+    return layout.layout;
+  }
+  return layout;
+}
+
 /** Splits an id (bigint, or decimal string) into `{ timestampMs, date, clockSeq, workerId, sequence }`. */
-export function decode(id, layout) {
+export function decode(id, layoutOrOptions) {
+  const layout = layoutOption(layoutOrOptions);
   const record = layout === undefined ? DEFAULT : layoutRecord(layout);
   if (typeof id === 'bigint') {
     if (id >= 0n && id <= record.maxId) return record.decode(id);
@@ -198,8 +211,8 @@ export function decode(id, layout) {
 }
 
 /** Joins `{ timestampMs, clockSeq?, workerId, sequence? }` into an id. */
-export function encode(parts, layout) {
-  const record = layoutRecord(layout);
+export function encode(parts, layoutOrOptions) {
+  const record = layoutRecord(layoutOption(layoutOrOptions));
   plainObject(parts, 'parts');
   onlyKnownKeys(parts, ['timestampMs', 'clockSeq', 'workerId', 'sequence'], 'parts');
   const timestampMs = integer(parts.timestampMs, 'timestampMs', 'TIMESTAMP_OUT_OF_RANGE');
@@ -210,11 +223,104 @@ export function encode(parts, layout) {
 }
 
 /** The smallest and largest id a time window (Unix ms, inclusive) can hold: `[low, high]`. */
-export function idRange(fromMs, toMs, layout) {
-  const record = layoutRecord(layout);
+export function idRange(fromMs, toMs, layoutOrOptions) {
+  const record = layoutRecord(layoutOption(layoutOrOptions));
   const from = integer(fromMs, 'fromMs', 'TIMESTAMP_OUT_OF_RANGE');
   const to = integer(toMs, 'toMs', 'TIMESTAMP_OUT_OF_RANGE');
   return engine.idRange(record.handle, from, to);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Choosing a layout, and checking one (core's suggest.rs)
+
+/** How far past now a plausible id's time may be by default: a day of clock differences. */
+const DEFAULT_MARGIN_MS = 86_400_000;
+const TWO_64 = 1n << 64n;
+
+/** A layout sized for `workers` processes, `peakIdsPerSec` each and `lifetimeYears` (core's `Layout::suggest`). */
+export function suggestLayout(workers, peakIdsPerSec, lifetimeYears) {
+  const handle = engine.suggestLayout(
+    integer(workers, 'workers', 'INVALID_ARG_VALUE'),
+    integer(peakIdsPerSec, 'peakIdsPerSec', 'INVALID_ARG_VALUE'),
+    integer(lifetimeYears, 'lifetimeYears', 'INVALID_ARG_VALUE'),
+  );
+  const info = engine.layoutInfo(handle, PRESET_NAMES);
+  if (info.name !== null) return PRESETS.get(info.name).info;
+  return describeLayout({ fields: info.fields, unitMs: info.unitMs, epochMs: info.epochMs });
+}
+
+/** An id below 2^64 as a bigint, from a bigint or a decimal string (core's refusals otherwise). */
+function anyId(id) {
+  if (typeof id === 'string') return BigInt(decodeDecimalChecked(id));
+  if (typeof id !== 'bigint') throw typeError('id', 'a bigint or a decimal string (a number loses precision above 2^53)', id);
+  if (id < 0n || id >= TWO_64) engine.refuseId(DEFAULT.handle, id);
+  return id;
+}
+
+/** A decimal id checked by core's parser (any id below 2^63 decodes under the default layout). */
+function decodeDecimalChecked(text) {
+  engine.decodeDecimal(DEFAULT.handle, text);
+  return text;
+}
+
+function checkOptions(options, allowed) {
+  if (options === undefined) return {};
+  plainObject(options, 'options');
+  onlyKnownKeys(options, allowed, 'options');
+  return options;
+}
+
+function nowAndMargin(options) {
+  const nowMs = options.nowMs === undefined ? Date.now() : integer(options.nowMs, 'nowMs', 'INVALID_ARG_VALUE');
+  const marginMs = options.marginMs === undefined ? DEFAULT_MARGIN_MS : integer(options.marginMs, 'marginMs', 'INVALID_ARG_VALUE');
+  return [nowMs, marginMs];
+}
+
+/**
+ * Whether `id` could have been issued under a layout by now: it decodes and its time is not after
+ * now + `marginMs` (default a day). `isPlausible(id)`, `isPlausible(id, 'twitter')` or
+ * `isPlausible(id, { layout, nowMs, marginMs })`.
+ */
+export function isPlausible(id, layoutOrOptions) {
+  const options =
+    typeof layoutOrOptions === 'string' || (layoutOrOptions !== null && typeof layoutOrOptions === 'object' && Object.hasOwn(layoutOrOptions, 'fields'))
+      ? { layout: layoutOrOptions }
+      : checkOptions(layoutOrOptions, ['layout', 'nowMs', 'marginMs']);
+  const record = options.layout === undefined ? DEFAULT : layoutRecord(options.layout);
+  const value = anyId(id);
+  const [nowMs, marginMs] = nowAndMargin(options);
+  return engine.isPlausible(record.handle, value, nowMs, marginMs);
+}
+
+/**
+ * The preset under which `id` has a plausible time (the latest such time when several do), as
+ * `{ name, parts }`, or `null` (core's `Layout::guess_preset`).
+ */
+export function guessLayout(id, options) {
+  const checked = checkOptions(options, ['nowMs', 'marginMs']);
+  const value = anyId(id);
+  const [nowMs, marginMs] = nowAndMargin(checked);
+  const index = engine.guessPreset(value, nowMs, marginMs);
+  if (index < 0) return null;
+  const name = PRESET_NAMES[index];
+  return { name, parts: decode(value, name) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+/**
+ * A `JSON.stringify` replacer that writes bigints (ids) as decimal strings: JSON numbers above
+ * 2^53 are rounded by `JSON.parse`, and `JSON.stringify` throws on a bigint. For Express:
+ * `app.set('json replacer', jsonReplacer)`.
+ */
+export function jsonReplacer(_key, value) {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
+
+/** `JSON.stringify` with {@link jsonReplacer}: bigints become decimal strings. */
+export function stringify(value, space) {
+  return JSON.stringify(value, jsonReplacer, space);
 }
 
 // ---------------------------------------------------------------------------------------------
