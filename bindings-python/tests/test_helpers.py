@@ -163,3 +163,31 @@ def test_django_default_is_a_module_function_opened_lazily(tmp_path, monkeypatch
 def test_describe_layout_round_trips_a_suggestion() -> None:
     info = suggest_layout(1000, 1_000_000, 20)
     assert describe_layout(info) == info
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "clockflake", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_cli_decode_warns_and_guesses() -> None:
+    out = cli("decode", str(TWITTER_ID))
+    assert out.returncode == 0
+    assert "2040-01-22" in out.stdout
+    assert "warning" in out.stderr and "under twitter it reads 2026-11-25" in out.stderr
+    as_json = json.loads(cli("decode", "--json", "--layout", "twitter", str(TWITTER_ID)).stdout)
+    assert as_json["worker_id"] == 513 and as_json["plausible"] is True
+    assert as_json["id"] == str(TWITTER_ID)
+    bad = cli("decode", "12x")
+    assert bad.returncode == 1 and "INVALID_ID" in bad.stderr
+
+
+def test_cli_layouts_and_suggest() -> None:
+    names = [json.loads(line)["name"] for line in cli("layouts", "--json").stdout.splitlines()]
+    assert names == list(clockflake.layouts)
+    suggested = json.loads(cli("suggest", "300", "10000", "30", "--json").stdout)
+    assert suggested["max_worker_id"] == 511
+    assert "512 workers, 1024 ids per ms" in cli("suggest", "300", "10000", "30").stdout
+    too_much = cli("suggest", str(1 << 30), str(1 << 40), "1000")
+    assert too_much.returncode == 1 and "INVALID_LAYOUT" in too_much.stderr
