@@ -17,7 +17,8 @@ An HTML comment on the line before a block changes how it runs:
   <!-- snippet: skip REASON -->   not run; the reason is required and printed (keep these few)
   <!-- snippet: server -->        sh: run with a clockflake-server started on a file:// lease;
                                   `localhost:8080` in the block is replaced by its address
-  <!-- snippet: postgres -->      run with a throwaway PostgreSQL: CLOCKFLAKE_PG_URL set
+  <!-- snippet: postgres -->      needs CLOCKFLAKE_PG_URL (a throwaway PostgreSQL: run under
+                                  scripts/postgres.sh, as test-recipes does; no page needs it yet)
   <!-- snippet: fails CODE -->    must fail, printing the error code CODE
 Lines that include a file (`--8<-- "path"`) are the tested recipes' own code: not run here.
 
@@ -106,10 +107,8 @@ class Server:
     """A clockflake-server on a file:// lease in a temporary directory, on a free port."""
 
     def __init__(self, scratch: Path) -> None:
-        if not SERVER.exists():
-            subprocess.run(
-                ["cargo", "build", "-q", "-p", "clockflake-server"], cwd=ROOT, check=True
-            )
+        # Built here (a no-op when fresh), so the pages run against the server of these sources.
+        subprocess.run(["cargo", "build", "-q", "-p", "clockflake-server"], cwd=ROOT, check=True)
         lease = scratch / "server-lease"
         lease.mkdir()
         key = "1:" + "0123456789abcdef" * 2  # public ids, for the pages that show them
@@ -238,7 +237,7 @@ def main() -> int:
             for block in runnable:
                 if block.mark == "postgres" and "CLOCKFLAKE_PG_URL" not in env:
                     failures.append(
-                        f"{block.where}: needs CLOCKFLAKE_PG_URL (make test-docs sets it)"
+                        f"{block.where}: needs CLOCKFLAKE_PG_URL (see the postgres mark)"
                     )
                     continue
                 started = time.monotonic()
