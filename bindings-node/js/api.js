@@ -235,7 +235,6 @@ export function idRange(fromMs, toMs, layoutOrOptions) {
 
 /** How far past now a plausible id's time may be by default: a day of clock differences. */
 const DEFAULT_MARGIN_MS = 86_400_000;
-const TWO_64 = 1n << 64n;
 
 /** A layout sized for `workers` processes, `peakIdsPerSec` each and `lifetimeYears` (core's `Layout::suggest`). */
 export function suggestLayout(workers, peakIdsPerSec, lifetimeYears) {
@@ -249,18 +248,18 @@ export function suggestLayout(workers, peakIdsPerSec, lifetimeYears) {
   return describeLayout({ fields: info.fields, unitMs: info.unitMs, epochMs: info.epochMs });
 }
 
-/** An id below 2^64 as a bigint, from a bigint or a decimal string (core's refusals otherwise). */
-function anyId(id) {
-  if (typeof id === 'string') return BigInt(decodeDecimalChecked(id));
-  if (typeof id !== 'bigint') throw typeError('id', 'a bigint or a decimal string (a number loses precision above 2^53)', id);
-  if (id < 0n || id >= TWO_64) engine.refuseId(DEFAULT.handle, id);
-  return id;
-}
-
-/** A decimal id checked by core's parser (any id below 2^63 decodes under the default layout). */
-function decodeDecimalChecked(text) {
-  engine.decodeDecimal(DEFAULT.handle, text);
-  return text;
+/**
+ * The id as `decode` reads it under a record, or null when it is no id of that layout (too
+ * wide). Refuses what is no id at all (a number, junk text, a negative) with decode's errors.
+ */
+function decodedOrNull(id, record) {
+  let value = id;
+  if (typeof id === 'string') {
+    decode(id); // core's text rules and INVALID_ID (the default layout takes every id below 2^63)
+    value = BigInt(id);
+  }
+  if (typeof value === 'bigint' && value > record.maxId && value < 1n << 64n) return null;
+  return decode(value, record.info);
 }
 
 function checkOptions(options, allowed) {
@@ -270,16 +269,18 @@ function checkOptions(options, allowed) {
   return options;
 }
 
-function nowAndMargin(options) {
+/** now + margin, the latest plausible time (core's `Layout::is_plausible` rule, in JavaScript as decode is). */
+function latestPlausibleMs(options) {
   const nowMs = options.nowMs === undefined ? Date.now() : integer(options.nowMs, 'nowMs', 'INVALID_ARG_VALUE');
   const marginMs = options.marginMs === undefined ? DEFAULT_MARGIN_MS : integer(options.marginMs, 'marginMs', 'INVALID_ARG_VALUE');
-  return [nowMs, marginMs];
+  return nowMs + marginMs;
 }
 
 /**
  * Whether `id` could have been issued under a layout by now: it decodes and its time is not after
  * now + `marginMs` (default a day). `isPlausible(id)`, `isPlausible(id, 'twitter')` or
- * `isPlausible(id, { layout, nowMs, marginMs })`.
+ * `isPlausible(id, { layout, nowMs, marginMs })`. Core's `Layout::is_plausible`, computed here on
+ * the decoded time (decoding is plain JavaScript).
  */
 export function isPlausible(id, layoutOrOptions) {
   const options =
@@ -287,9 +288,9 @@ export function isPlausible(id, layoutOrOptions) {
       ? { layout: layoutOrOptions }
       : checkOptions(layoutOrOptions, ['layout', 'nowMs', 'marginMs']);
   const record = options.layout === undefined ? DEFAULT : layoutRecord(options.layout);
-  const value = anyId(id);
-  const [nowMs, marginMs] = nowAndMargin(options);
-  return engine.isPlausible(record.handle, value, nowMs, marginMs);
+  const latest = latestPlausibleMs(options);
+  const parts = decodedOrNull(id, record);
+  return parts !== null && parts.timestampMs <= latest;
 }
 
 /**
@@ -297,13 +298,15 @@ export function isPlausible(id, layoutOrOptions) {
  * `{ name, parts }`, or `null` (core's `Layout::guess_preset`).
  */
 export function guessLayout(id, options) {
-  const checked = checkOptions(options, ['nowMs', 'marginMs']);
-  const value = anyId(id);
-  const [nowMs, marginMs] = nowAndMargin(checked);
-  const index = engine.guessPreset(value, nowMs, marginMs);
-  if (index < 0) return null;
-  const name = PRESET_NAMES[index];
-  return { name, parts: decode(value, name) };
+  const latest = latestPlausibleMs(checkOptions(options, ['nowMs', 'marginMs']));
+  let best = null;
+  for (const name of PRESET_NAMES) {
+    const parts = decodedOrNull(id, PRESETS.get(name));
+    if (parts !== null && parts.timestampMs <= latest && (best === null || parts.timestampMs > best.parts.timestampMs)) {
+      best = { name, parts };
+    }
+  }
+  return best;
 }
 
 // ---------------------------------------------------------------------------------------------

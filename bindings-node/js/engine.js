@@ -19,7 +19,6 @@ import {
   gen_options as wasm_gen_options,
   gen_resume as wasm_gen_resume,
   gen_state as wasm_gen_state,
-  guess_preset as wasm_guess_preset,
   id_buffer_len as wasm_id_buffer_len,
   id_buffer_ptr as wasm_id_buffer_ptr,
   id_range as wasm_id_range,
@@ -27,7 +26,6 @@ import {
   layout_by_name as wasm_layout_by_name,
   layout_custom as wasm_layout_custom,
   layout_info as wasm_layout_info,
-  layout_plausible as wasm_layout_plausible,
   layout_suggest as wasm_layout_suggest,
   preset_count as wasm_preset_count,
   preset_name as wasm_preset_name,
@@ -113,18 +111,6 @@ export function suggestLayout(workers, peakIdsPerSec, lifetimeYears) {
   const handle = wasm_layout_suggest(workers, peakIdsPerSec, lifetimeYears);
   if (handle < 0) throw takeError();
   return handle;
-}
-
-/** Core's `Layout::is_plausible` for an id below 2^64. */
-export function isPlausible(handle, id, nowMs, marginMs) {
-  const answer = wasm_layout_plausible(handle, id, nowMs, marginMs);
-  if (answer < 0) throw takeError();
-  return answer === 1;
-}
-
-/** Core's `Layout::guess_preset`: the preset's index, or -1. */
-export function guessPreset(id, nowMs, marginMs) {
-  return wasm_guess_preset(id, nowMs, marginMs);
 }
 
 /** `{ name, fields, unitMs, epochMs, clockSeqs, maxWorkerId, maxId, fingerprint, shifts, widths }`. */

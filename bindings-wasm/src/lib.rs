@@ -285,25 +285,6 @@ pub fn layout_suggest(workers: f64, peak_ids_per_sec: f64, lifetime_years: f64) 
     }
 }
 
-/// Core's `Layout::is_plausible`: 1 if `id` could have been issued under the layout by
-/// `now_ms + margin_ms`, 0 if not, -1 for an unknown handle.
-#[wasm_bindgen]
-pub fn layout_plausible(layout: u32, id: u64, now_ms: f64, margin_ms: f64) -> i32 {
-    match layout_at(layout) {
-        Ok(l) => i32::from(l.is_plausible(id, now_ms as u64, margin_ms as u64)),
-        Err(error) => fail(error),
-    }
-}
-
-/// Core's `Layout::guess_preset`: the index of the preset under which `id` has a plausible
-/// time, or -1 for none.
-#[wasm_bindgen]
-pub fn guess_preset(id: u64, now_ms: f64, margin_ms: f64) -> i32 {
-    Layout::guess_preset(id, now_ms as u64, margin_ms as u64)
-        .and_then(|(name, _)| Layout::PRESETS.iter().position(|(n, _)| *n == name))
-        .map_or(-1, |i| i as i32)
-}
-
 /// Describes a layout: returns its number of fields (or -1); scratch32 gets (code, bits) pairs
 /// and at \[8\] the preset index or u32::MAX; scratch64 gets unit, epoch, clock sequences and
 /// largest worker id as f64 at \[0..4\], largest id and fingerprint as u64 at \[4\] and \[5\].
