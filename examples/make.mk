@@ -1,7 +1,7 @@
 # The recipes of docs/recipes/, each a tested example against its real framework.
 #   make test-recipes   Python (examples/python: FastAPI + SQLAlchemy 2 + PostgreSQL, Django with
 #                       makemigrations, Pydantic v2) and JavaScript (examples/node: Express, Fastify,
-#                       node-postgres), against a throwaway PostgreSQL; the frameworks are
+#                       node-postgres, Drizzle ORM), against a throwaway PostgreSQL; the frameworks are
 #                       installed, pinned, into .venv and examples/node/node_modules
 RECIPES_PY := $(ROOT)/examples/python
 RECIPES_JS := $(ROOT)/examples/node

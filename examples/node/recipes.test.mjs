@@ -7,6 +7,7 @@ import pg from 'pg';
 import { Generator, decode, idRange } from 'clockflake';
 import { createApp as expressApp } from './express.mjs';
 import { createApp as fastifyApp } from './fastify.mjs';
+import { example as drizzleExample } from './drizzle.mjs';
 import { ordersBetween, saveOrders } from './node-postgres.mjs';
 
 const TWO_53 = 2n ** 53n;
@@ -73,6 +74,26 @@ test('node-postgres: bigint ids in and out of a BIGINT column, and a time-range 
     assert.ok(rows.every((r) => typeof r.id === 'bigint' && r.id > TWO_53));
   } finally {
     await pool.query('DROP TABLE IF EXISTS orders');
+    await pool.end();
+    ids.close();
+  }
+});
+
+test('drizzle: a bigint primary key defaulting to the next id, read back as bigints', async (t) => {
+  const url = process.env.CLOCKFLAKE_PG_URL;
+  if (!url) return t.skip('no CLOCKFLAKE_PG_URL (make test-recipes starts a PostgreSQL)');
+  const pool = new pg.Pool({ connectionString: url });
+  const ids = new Generator({ workerId: 6 });
+  try {
+    await pool.query('DROP TABLE IF EXISTS drizzle_orders');
+    const { made, one, all } = await drizzleExample(pool, ids);
+    assert.equal(made.length, 2);
+    assert.ok(made.every((o) => typeof o.id === 'bigint' && o.id > TWO_53 && decode(o.id).workerId === 6));
+    assert.ok(made[0].id < made[1].id);
+    assert.deepEqual(one, made[0]);
+    assert.deepEqual(all, made);
+  } finally {
+    await pool.query('DROP TABLE IF EXISTS drizzle_orders');
     await pool.end();
     ids.close();
   }
