@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 
 import clockflake
 import pytest
@@ -191,3 +192,39 @@ def test_cli_layouts_and_suggest() -> None:
     assert "512 workers, 1024 ids per ms" in cli("suggest", "300", "10000", "30").stdout
     too_much = cli("suggest", str(1 << 30), str(1 << 40), "1000")
     assert too_much.returncode == 1 and "INVALID_LAYOUT" in too_much.stderr
+
+
+class _LateRenewal:
+    """A generator whose lease reservation is late `late` times, then issues ids."""
+
+    def __init__(self, late: int, retry_at: bool = True) -> None:
+        self.late = late
+        self.retry_at = retry_at
+        self.calls = 0
+
+    def next_id(self) -> int:
+        self.calls += 1
+        if self.calls <= self.late:
+            at = int(time.time() * 1000) + 5 if self.retry_at else None
+            raise clockflake.CoordinatorUnavailableError("renewal late", at)
+        return 42
+
+
+def test_django_next_id_waits_out_a_late_renewal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clockflake import django as cf_django
+
+    late = _LateRenewal(3)
+    monkeypatch.setattr(cf_django, "_generator", late)
+    assert cf_django.next_id() == 42 and late.calls == 4
+    # No retry time: the refusal is final, raised at once.
+    final = _LateRenewal(1, retry_at=False)
+    monkeypatch.setattr(cf_django, "_generator", final)
+    with pytest.raises(clockflake.CoordinatorUnavailableError):
+        cf_django.next_id()
+    assert final.calls == 1
+    # Late for longer than RETRY_FOR_S: raised.
+    monkeypatch.setattr(cf_django, "RETRY_FOR_S", 0.05)
+    monkeypatch.setattr(cf_django, "_generator", _LateRenewal(10_000))
+    with pytest.raises(clockflake.CoordinatorUnavailableError):
+        cf_django.next_id()
+    monkeypatch.setattr(cf_django, "_generator", None)

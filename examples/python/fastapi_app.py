@@ -7,10 +7,11 @@ Run: DATABASE_URL=postgresql+psycopg://app@db/app CLOCKFLAKE_URI=file:///var/lib
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from clockflake import Generator, id_range
+from clockflake import CoordinatorUnavailableError, Generator, id_range
 from clockflake.pydantic import Id
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel
@@ -56,8 +57,15 @@ app = FastAPI(lifespan=lifespan)
 
 @app.post("/orders", response_model=OrderOut)
 def create_order(order: OrderIn) -> Order:
+    try:
+        order_id = app.state.ids.next_id()
+    except CoordinatorUnavailableError as error:
+        # The lease's reservation is not persisted yet (a slow coordinator): ask the client to
+        # come back, rather than answer 500. retry_at_ms says when a retry can succeed.
+        retry_after_s = max(1, round((error.retry_at_ms or 0) / 1000 - time.time()))
+        raise HTTPException(503, str(error), headers={"Retry-After": str(retry_after_s)}) from None
     with Session(engine, expire_on_commit=False) as session:
-        row = Order(id=app.state.ids.next_id(), item=order.item)
+        row = Order(id=order_id, item=order.item)
         session.add(row)
         session.commit()
         return row

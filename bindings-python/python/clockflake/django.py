@@ -27,12 +27,17 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 from clockflake._clockflake import Generator
-from clockflake._errors import InvalidUriError
+from clockflake._errors import CoordinatorUnavailableError, InvalidUriError
 from clockflake._types import LayoutArg
 
-__all__ = ["configure", "generator", "next_id", "reset"]
+__all__ = ["RETRY_FOR_S", "configure", "generator", "next_id", "reset"]
+
+# How long next_id waits out a lease's transient refusal (a reservation its renewal thread has not
+# persisted yet: a slow disk, a busy machine, a coordinator's hiccup) before raising it.
+RETRY_FOR_S = 2.0
 
 _lock = threading.Lock()
 _generator: Generator | None = None
@@ -93,8 +98,21 @@ def generator() -> Generator:
 
 
 def next_id() -> int:
-    """A new id from the shared generator: use it as a model field's ``default``."""
-    return generator().next_id()
+    """A new id from the shared generator: use it as a model field's ``default``.
+
+    A transient ``CoordinatorUnavailableError`` (one with ``retry_at_ms``) is retried at that time
+    for up to ``RETRY_FOR_S`` seconds, so that a save does not fail on a renewal that is merely
+    late; past that, or for any other refusal, the error propagates.
+    """
+    gen = generator()
+    give_up = time.monotonic() + RETRY_FOR_S
+    while True:
+        try:
+            return gen.next_id()
+        except CoordinatorUnavailableError as error:
+            if error.retry_at_ms is None or time.monotonic() >= give_up:
+                raise
+            time.sleep(min(max(error.retry_at_ms / 1000 - time.time(), 0.001), 0.1))
 
 
 def reset() -> None:
