@@ -188,7 +188,7 @@ export const layouts = Object.freeze(Object.fromEntries([...PRESETS].map(([name,
  * The layout argument as given, or the `layout` of an options object (`decode(id, { layout })`,
  * the way Python takes `layout=`). A layout object has `fields`; an options object has not.
  */
-export function layoutOption(layout) {
+function layoutOption(layout) {
   if (layout !== null && typeof layout === 'object' && !Array.isArray(layout) && Object.hasOwn(layout, 'layout') && !Object.hasOwn(layout, 'fields')) {
     onlyKnownKeys(layout, ['layout'], 'options');
     return layout.layout;
