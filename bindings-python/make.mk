@@ -15,7 +15,8 @@
 PY_DIR := $(ROOT)/bindings-python
 PY_VENV := $(ROOT)/.venv
 PY_BIN := $(PY_VENV)/bin/python
-PY_DEV_DEPS := "maturin>=1.9.4,<2" pytest hypothesis mypy ruff ziglang auditwheel
+# pydantic: clockflake.pydantic's tests and stubtest (the package itself does not depend on it).
+PY_DEV_DEPS := "maturin>=1.9.4,<2" pytest hypothesis mypy ruff ziglang auditwheel "pydantic>=2.7,<3"
 # Every Python file of the package, and the reference scripts of the shared vectors.
 PY_LINT_PATHS := $(PY_DIR)/python $(PY_DIR)/tests $(PY_DIR)/bench $(PY_DIR)/examples $(PY_DIR)/scripts \
   $(ROOT)/tests/vectors
@@ -26,7 +27,7 @@ PY_BENCH_DEPS := snowflake-id snowflake-id-toolkit uuid-utils python-ulid
 # Idempotent: makes the virtualenv only if missing, installs the tools only if one is missing.
 setup-python:
 	@test -x $(PY_BIN) || $(PYTHON) -m venv $(PY_VENV)
-	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel" 2>/dev/null \
+	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel, pydantic" 2>/dev/null \
 	  || $(PY_BIN) -m pip install -q $(PY_DEV_DEPS)
 
 # The extension, optimised, installed into the virtualenv (editable: python/clockflake is the source).
@@ -52,7 +53,7 @@ test-core: setup-faketime
 
 test-python: build-python lint-python setup-faketime
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests
-	cd $(PY_DIR) && $(PY_BIN) -m mypy.stubtest clockflake
+	cd $(PY_DIR) && $(PY_BIN) -m mypy.stubtest clockflake --allowlist tests/stubtest-allowlist.txt
 	cd $(PY_DIR) && $(PY_BIN) -m mypy --strict tests/typing_check.py
 
 # The artifacts as a user installs them (scripts/dist-python.sh builds the wheel in target/dist).

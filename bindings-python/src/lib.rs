@@ -11,6 +11,7 @@ mod generator;
 mod leased;
 mod parts;
 mod public;
+mod suggest;
 
 /// Names of the preset layouts, the default first.
 fn preset_names() -> Vec<&'static str> {
@@ -76,9 +77,13 @@ fn _clockflake(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parts::id_range, m)?)?;
     m.add_function(wrap_pyfunction!(parts::describe_layout, m)?)?;
     m.add_function(wrap_pyfunction!(restored, m)?)?;
+    m.add_function(wrap_pyfunction!(suggest::suggest_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(suggest::is_plausible, m)?)?;
+    m.add_function(wrap_pyfunction!(suggest::guess_layout, m)?)?;
     m.add_function(wrap_pyfunction!(_error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(_raise_error_example, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_lease_error_codes, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PRESET_NAMES", preset_names())?;
     m.add("ERROR_CODES", clockflake::Error::CODES.to_vec())?;
     m.add(
