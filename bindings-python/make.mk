@@ -87,13 +87,15 @@ test-python-pg: build-python
 	export CLOCKFLAKE_PG_URL=$$($(ROOT)/scripts/postgres.sh url); \
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py -k postgres
 
-# Issue 22's PostgreSQL failover across two languages: Python holders on a primary, Rust
-# newcomers (the lease probe) on its promoted, lagging replica (scripts/postgres-ha.sh).
+# Issue 22's PostgreSQL and Redis failovers across two languages: Python holders on a primary,
+# Rust newcomers (the lease probe) on its promoted, lagging replica (scripts/postgres-ha.sh,
+# scripts/redis-ha.sh).
 .PHONY: test-python-failover
 test-python-failover: build-python
 	$(CARGO) build -q -p clockflake-lease --bins
-	export CLOCKFLAKE_PG_HA_DIR=$$(mktemp -d /tmp/clockflake-python-pg-ha.XXXXXX); \
-	trap '$(ROOT)/scripts/postgres-ha.sh stop' EXIT; \
+	export CLOCKFLAKE_PG_HA_DIR=$$(mktemp -d /tmp/clockflake-python-pg-ha.XXXXXX) \
+	  CLOCKFLAKE_REDIS_HA_DIR=$$(mktemp -d /tmp/clockflake-python-redis-ha.XXXXXX); \
+	trap '$(ROOT)/scripts/postgres-ha.sh stop; $(ROOT)/scripts/redis-ha.sh stop' EXIT; \
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_failover.py
 
 # The ZooKeeper lease tests of the Python package (including the refusal in a forked child)

@@ -1,11 +1,11 @@
-"""PostgreSQL fails over to an asynchronous replica that fell behind (issue 22), across two
-languages: Python holders issue ids on the primary, the replica stops receiving WAL for longer
-than the TTL, the primary is killed, the replica promoted, and Rust holders (the lease crate's
-probe) start on it while the Python ones still run. No id may repeat; no Python id call may
-take 100 ms.
+"""PostgreSQL and Redis fail over to a replica that fell behind (issue 22), across two
+languages: Python holders issue ids on the primary, the replica stops receiving its writes for
+longer than the TTL, the primary is killed, the replica promoted, and Rust holders (the lease
+crate's probe) start on it while the Python ones still run. No id may repeat; no Python id call
+may take 100 ms.
 
-Needs `scripts/postgres-ha.sh` and a directory for it in CLOCKFLAKE_PG_HA_DIR (make
-test-python-failover); skipped otherwise."""
+Needs `scripts/postgres-ha.sh` and `scripts/redis-ha.sh` with a directory each in
+CLOCKFLAKE_PG_HA_DIR and CLOCKFLAKE_REDIS_HA_DIR (make test-python-failover); skipped otherwise."""
 
 from __future__ import annotations
 
@@ -21,18 +21,21 @@ import pytest
 from clockflake import ClockflakeError, Generator
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "postgres-ha.sh"
 PROBE = ROOT / "target" / "debug" / "clockflake-lease-probe"
 
-pytestmark = pytest.mark.skipif(
-    "CLOCKFLAKE_PG_HA_DIR" not in os.environ, reason="CLOCKFLAKE_PG_HA_DIR is not set"
-)
-
-
-def ha(*args: str) -> str:
-    return subprocess.run(
-        [str(SCRIPT), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
+# Per coordinator: its pair's script, the directory variable, how the pair starts, and the URI
+# parameters of the old holders and of the newcomers (the promoted replica has no replica to
+# wait for).
+PAIRS = {
+    "postgres": (
+        "postgres-ha.sh",
+        "CLOCKFLAKE_PG_HA_DIR",
+        ["start", "async"],
+        "ttl=4s&max_skew=1s",
+    ),
+    "redis": ("redis-ha.sh", "CLOCKFLAKE_REDIS_HA_DIR", ["start"], "ttl=2s&max_skew=1s"),
+}
+GUARD = {"postgres": "", "redis": "&min_replicas=1"}
 
 
 class PythonHolder(threading.Thread):
@@ -66,13 +69,23 @@ class PythonHolder(threading.Thread):
             self.gen.close()
 
 
-def test_rust_newcomers_on_a_promoted_lagging_replica_repeat_no_python_id() -> None:
+@pytest.mark.parametrize("coordinator", sorted(PAIRS))
+def test_rust_newcomers_on_a_promoted_lagging_replica_repeat_no_python_id(coordinator: str) -> None:
+    script, directory, start, params = PAIRS[coordinator]
+    if directory not in os.environ:
+        pytest.skip(f"{directory} is not set")
     assert PROBE.exists(), f"{PROBE}: build it with cargo build -p clockflake-lease --bins"
-    ha("start", "async")
+
+    def ha(*args: str) -> str:
+        return subprocess.run(
+            [str(ROOT / "scripts" / script), *args], check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    ha(*start)
     try:
         app = f"py-failover-{os.getpid()}"
-        params = f"?app={app}&ttl=4s&max_skew=1s"
-        old = [PythonHolder(ha("primary-url") + params) for _ in range(3)]
+        params = f"?app={app}&{params}"
+        old = [PythonHolder(ha("primary-url") + params + GUARD[coordinator]) for _ in range(3)]
         for holder in old:
             holder.start()
         time.sleep(1.0)
