@@ -12,6 +12,11 @@
 #                      streaming replica (scripts/postgres-ha.sh; async and sync) and a Redis
 #                      primary + replica (scripts/redis-ha.sh), a three-server ZooKeeper ensemble
 #                      (scripts/zookeeper-ensemble.sh), every id checked
+#   make check-windows the lease crate on Windows (issue 26): clippy -D warnings for
+#                      x86_64-pc-windows-gnu with every coordinator (ring's C code needs Debian's
+#                      mingw-w64), and cargo check for x86_64-pc-windows-msvc with the coordinators
+#                      whose dependencies build no C (file, env, k8s, zookeeper): ring's C code
+#                      for MSVC needs lib.exe and the MSVC CRT headers, which no registry here has
 #   make test-lease-tls-skew   issue 15's TLS to PostgreSQL (lease/tests/postgres_tls.rs starts
 #                      its own TLS cluster) and the start-up clock check against PostgreSQL and
 #                      ZooKeeper (lease/tests/clock_skew.rs), both servers stopped afterwards
@@ -19,7 +24,7 @@
 LEASE_PG := $(ROOT)/scripts/postgres.sh
 
 .PHONY: demo-lease test-lease lint-lease lint-lease-features bench-lease test-lease-tls-skew \
-  test-lease-failover
+  test-lease-failover check-windows
 
 demo-lease: setup-rust
 	$(CARGO) run -q -p clockflake-lease --example demo
@@ -67,6 +72,17 @@ test-lease-failover: setup-rust
 	$(CARGO) test -p clockflake-lease --test postgres_failover --test redis_failover \
 	  --test zookeeper_ensemble -- --test-threads 1
 
+WINDOWS_TARGETS := x86_64-pc-windows-gnu x86_64-pc-windows-msvc
+check-windows: setup-rust
+	@for target in $(WINDOWS_TARGETS); do \
+	  rustup target list --installed | grep -qx $$target || rustup target add $$target; done
+	@command -v x86_64-w64-mingw32-gcc >/dev/null || (apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null)
+	CARGO_TARGET_DIR=$(ROOT)/target/windows $(CARGO) clippy -q -p clockflake-lease --no-deps \
+	  --lib --bins --target x86_64-pc-windows-gnu -- -D warnings
+	CARGO_TARGET_DIR=$(ROOT)/target/windows $(CARGO) check -q -p clockflake-lease --lib --bins \
+	  --target x86_64-pc-windows-msvc --no-default-features --features zookeeper,k8s
+
 # Every coordinator in one run: throwaway PostgreSQL, ZooKeeper and Redis on loopback (always
 # stopped afterwards); file://, k8s:// and env:// in a temp dir.
 bench-lease: setup-rust
@@ -82,5 +98,5 @@ bench-lease: setup-rust
 	$(CARGO) bench -q -p clockflake-lease --bench lease
 
 DEMO_TARGETS += demo-lease
-TEST_TARGETS += test-lease test-lease-tls-skew test-lease-failover
+TEST_TARGETS += test-lease test-lease-tls-skew test-lease-failover check-windows
 BENCH_TARGETS += bench-lease

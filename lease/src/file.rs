@@ -25,7 +25,8 @@
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+#[cfg(unix)]
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -34,16 +35,12 @@ use clockflake::{Error, Layout, State};
 
 use crate::coordinator::{ready_at_ms, Coordinator, Grant};
 use crate::fixed::Assigned;
+use crate::private_fs::{self, is_at_path};
 use crate::{record, LeaseError};
 
-/// What the operating system gives us that `std` does not.
+/// What the operating system gives us that `std` does not: who we are, on Unix.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) mod sys {
-    /// `O_NOFOLLOW`: a symlink planted at a lock or temporary path is refused, not followed.
-    pub fn nofollow() -> i32 {
-        rustix::fs::OFlags::NOFOLLOW.bits() as i32
-    }
-
     pub fn euid() -> u32 {
         rustix::process::geteuid().as_raw()
     }
@@ -56,14 +53,10 @@ pub(crate) mod sys {
     }
 }
 
-/// Elsewhere (no `rustix` dependency): the owner of a file we create is our effective uid;
+/// Other Unixes (no `rustix` dependency): the owner of a file we create is our effective uid;
 /// symlinks are not refused and groups are not checked.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
 pub(crate) mod sys {
-    pub fn nofollow() -> i32 {
-        0
-    }
-
     pub fn euid() -> u32 {
         use std::os::unix::fs::MetadataExt;
         static EUID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
@@ -118,16 +111,6 @@ pub struct FileCoordinator {
     held: Option<(u64, File)>,
     /// Test hook: a pause between writing the temporary file and renaming it.
     write_delay: Option<Duration>,
-}
-
-/// Whether `file` (open) is the file at `path` now: same device and inode.
-fn is_at_path(file: &File, path: &Path) -> std::io::Result<bool> {
-    let held = file.metadata()?;
-    match fs::symlink_metadata(path) {
-        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
-        Err(error) if error.kind() == ErrorKind::NotFound => Ok(false),
-        Err(error) => Err(error),
-    }
 }
 
 /// The first missing directory on the way to `path` (whose parent exists), if any above it.
@@ -226,12 +209,9 @@ impl FileCoordinator {
     fn create_dir(&self, path: &Path) -> Result<(), LeaseError> {
         match fs::create_dir(path) {
             // The exact mode, whatever the umask.
-            Ok(()) => {
-                fs::set_permissions(path, fs::Permissions::from_mode(self.sharing.dir_mode()))
-                    .map_err(|error| {
-                        self.io_error(&format!("cannot set the mode of {}", path.display()), error)
-                    })
-            }
+            Ok(()) => private_fs::set_dir_mode(path, self.sharing.dir_mode()).map_err(|error| {
+                self.io_error(&format!("cannot set the mode of {}", path.display()), error)
+            }),
             Err(error) if error.kind() == ErrorKind::AlreadyExists => Ok(()),
             Err(error) => Err(self.io_error(
                 &format!("cannot create the directory {}", path.display()),
@@ -253,8 +233,22 @@ impl FileCoordinator {
         if !meta.is_dir() {
             return Err(self.refuse(format!("refusing {}: not a directory", path.display())));
         }
+        #[cfg(unix)]
+        self.check_owner_and_mode(path, &meta, namespace)?;
+        Ok(())
+    }
+
+    /// Refuses a directory another user owns or could write to (Unix; Windows keeps the ACL
+    /// the pool directory has, unchecked: see `private_fs`).
+    #[cfg(unix)]
+    fn check_owner_and_mode(
+        &self,
+        path: &Path,
+        meta: &fs::Metadata,
+        namespace: bool,
+    ) -> Result<(), LeaseError> {
         let group = self.sharing == Sharing::Group;
-        let mode = meta.mode() & 0o7777;
+        let mode = private_fs::mode_of(meta);
         let fix = format!("chmod {} {}", if group { 770 } else { 700 }, path.display());
         let (uid, me) = (meta.uid(), sys::euid());
         let owner_ok =
@@ -344,17 +338,16 @@ impl FileCoordinator {
         let path = self.lock_path(worker_id);
         // A few tries: each retry means the file was removed between our open and our lock.
         for _ in 0..8 {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(self.sharing.file_mode())
-                .custom_flags(sys::nofollow())
-                .open(&path)
-                .map_err(|error| {
-                    self.io_error(&format!("cannot open {}", path.display()), error)
-                })?;
+            let file = private_fs::private(
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+                self.sharing.file_mode(),
+            )
+            .open(&path)
+            .map_err(|error| self.io_error(&format!("cannot open {}", path.display()), error))?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => return Ok(None),
@@ -383,16 +376,20 @@ impl FileCoordinator {
     /// The exact mode on a file of ours, whatever the umask (another user's, in a group pool,
     /// stays as it is).
     fn set_file_mode(&self, file: &File, path: &Path) -> Result<(), LeaseError> {
-        let meta = file
-            .metadata()
-            .map_err(|error| self.io_error(&format!("cannot inspect {}", path.display()), error))?;
-        let wanted = self.sharing.file_mode();
-        if meta.uid() == sys::euid() && meta.mode() & 0o7777 != wanted {
-            file.set_permissions(fs::Permissions::from_mode(wanted))
-                .map_err(|error| {
+        #[cfg(unix)]
+        {
+            let meta = file.metadata().map_err(|error| {
+                self.io_error(&format!("cannot inspect {}", path.display()), error)
+            })?;
+            let wanted = self.sharing.file_mode();
+            if meta.uid() == sys::euid() && private_fs::mode_of(&meta) != wanted {
+                private_fs::set_file_mode(file, wanted).map_err(|error| {
                     self.io_error(&format!("cannot set the mode of {}", path.display()), error)
                 })?;
+            }
         }
+        #[cfg(not(unix))]
+        let _ = (file, path);
         Ok(())
     }
 
@@ -425,15 +422,8 @@ impl FileCoordinator {
         ));
         let fail = |error| self.io_error(&format!("cannot write {}", path.display()), error);
         let written = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(self.sharing.file_mode())
-                .custom_flags(sys::nofollow())
-                .open(&temp)
-                .map_err(fail)?;
-            file.set_permissions(fs::Permissions::from_mode(self.sharing.file_mode()))
-                .map_err(fail)?;
+            let mut file = private_fs::create_new(&temp, self.sharing.file_mode()).map_err(fail)?;
+            private_fs::set_file_mode(&file, self.sharing.file_mode()).map_err(fail)?;
             file.write_all(record::encode(state).as_bytes())
                 .map_err(fail)?;
             if let Some(delay) = self.write_delay {
@@ -450,9 +440,7 @@ impl FileCoordinator {
             return Err(error);
         }
         // The rename itself must survive a power cut before ids rely on it.
-        File::open(&self.dir)
-            .and_then(|dir| dir.sync_all())
-            .map_err(fail)?;
+        private_fs::sync_dir(&self.dir).map_err(fail)?;
         self.verify(worker_id, lock)
     }
 

@@ -46,7 +46,7 @@
 //! gen.close()?;
 //! # Ok::<(), clockflake_lease::LeaseError>(())
 //! ```
-#![deny(unsafe_code)] // allowed in `fork` only (pthread_atfork)
+#![deny(unsafe_code)] // allowed in `fork` (mmap, pthread_atfork) and Windows' `private_fs` only
 #![deny(missing_docs)]
 
 mod clock;
@@ -59,6 +59,7 @@ mod generator;
 mod per_process;
 #[cfg(feature = "postgres")]
 mod pg;
+mod private_fs;
 mod record;
 #[cfg(feature = "redis")]
 mod redis;

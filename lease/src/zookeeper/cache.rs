@@ -19,16 +19,15 @@
 //! of the same identity with the same cache is refused instead of issuing under the same
 //! worker id.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{OpenOptions, TryLockError};
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use clockflake::State;
 
 use super::ZooKeeperCoordinator;
-use crate::file::sys;
+use crate::private_fs;
 use crate::{record, LeaseError};
 
 /// What the cache file says, once its first line matched this root and identity.
@@ -57,13 +56,8 @@ fn replace_file(path: &Path, text: &str) -> std::io::Result<()> {
     ));
     let temp = path.with_file_name(name);
     let written = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(sys::nofollow())
-            .open(&temp)?;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        let mut file = private_fs::create_new(&temp, 0o600)?;
+        private_fs::set_file_mode(&file, 0o600)?;
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
         drop(file);
@@ -74,7 +68,7 @@ fn replace_file(path: &Path, text: &str) -> std::io::Result<()> {
         return Err(error);
     }
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
-    File::open(dir.unwrap_or(Path::new("/")))?.sync_all()
+    private_fs::sync_dir(dir.unwrap_or(Path::new("/")))
 }
 
 impl ZooKeeperCoordinator {
@@ -160,15 +154,16 @@ impl ZooKeeperCoordinator {
         let fail = |error: std::io::Error| {
             self.unavailable(format!("cache lock {}: {error}", path.display()))
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(sys::nofollow())
-            .open(&path)
-            .map_err(fail)?;
+        let file = private_fs::private(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+            0o600,
+        )
+        .open(&path)
+        .map_err(fail)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
