@@ -6,6 +6,7 @@
 #                       PostgreSQL and on one ZooKeeper under oha load with one frozen past its
 #                       TTL, and SIGTERM under load; PostgreSQL and ZooKeeper are throwaway
 #                       servers in temp dirs, always stopped
+#   make test-server-schema  schemathesis (PyPI) against openapi.json and the server, 0 failures
 #   make bench-server   oha against a release build on loopback (BENCHMARKS.md, "## Server")
 
 SERVER_PG := $(ROOT)/scripts/postgres.sh
@@ -14,7 +15,8 @@ SERVER_BIN := $(ROOT)/target/debug/clockflake-server
 SERVE_LEASE ?= file://$(ROOT)/target/serve-ids?app=default
 SERVE_LISTEN ?= 127.0.0.1:8080
 
-.PHONY: demo-server serve-ids test-server lint-server bench-server setup-oha setup-curl
+.PHONY: demo-server serve-ids test-server lint-server bench-server setup-oha setup-curl \
+  setup-server-py test-server-schema
 
 # The load generator (crates.io); idempotent.
 setup-oha:
@@ -62,6 +64,31 @@ bench-server: setup-rust setup-oha
 	$(CARGO) build -q --release -p clockflake-server
 	PATH="$$PATH:$$HOME/.cargo/bin" $(PYTHON) server/bench.py $(ROOT)/target/release/clockflake-server
 
+# The Python tools the server's checks use, in the repository's .venv (idempotent; pinned):
+# schemathesis (OpenAPI against the server), kubernetes-validate (manifests against the
+# Kubernetes schemas it bundles), PyYAML, cargo-zigbuild and ziglang (the musl cross builds).
+SERVER_VENV := $(ROOT)/.venv
+SERVER_PY := $(SERVER_VENV)/bin/python
+SERVER_PY_TOOLS := schemathesis==4.32.5 kubernetes-validate==1.37.0 PyYAML==6.0.4 \
+  cargo-zigbuild==0.24.1 ziglang==0.17.1
+setup-server-py:
+	@test -x $(SERVER_PY) || $(PYTHON) -m venv $(SERVER_VENV)
+	@$(SERVER_PY) -m pip install -q --disable-pip-version-check $(SERVER_PY_TOOLS) >/dev/null
+
+# schemathesis against server/openapi.json and a debug server with a public-id key, bounded
+# (100 examples per operation, about 10 s); server/schemathesis.toml says which statuses
+# count as a rejection. 0 failures or it fails.
+test-server-schema: setup-rust setup-server-py
+	$(CARGO) build -q -p clockflake-server
+	@dir=$$(mktemp -d /tmp/clockflake-server-schema.XXXXXX); out=$$dir/stdout; \
+	CLOCKFLAKE_PUBLIC_KEY=1:000102030405060708090a0b0c0d0e0f RUST_LOG=warn \
+	  $(SERVER_BIN) --lease "file://$$dir/leases?app=schema" --listen 127.0.0.1:0 >$$out 2>$$dir/log & \
+	pid=$$!; trap 'kill $$pid 2>/dev/null || true; wait $$pid 2>/dev/null || true; rm -rf '"$$dir" EXIT; \
+	for _ in $$(seq 100); do grep -q listening $$out && break; sleep 0.1; done; \
+	base=$$(sed -n 's/.*listening on //p' $$out); \
+	timeout 300 $(SERVER_VENV)/bin/schemathesis --config-file server/schemathesis.toml \
+	  run server/openapi.json --url "$$base" --max-examples 100 --no-color
+
 DEMO_TARGETS += demo-server
-TEST_TARGETS += test-server
+TEST_TARGETS += test-server test-server-schema
 BENCH_TARGETS += bench-server

@@ -335,7 +335,9 @@ async fn decode(
         Some(name) => Layout::by_name(&name)?,
         None => *app.supervisor.layout(),
     };
-    let id = layout.parse_id(&text)?;
+    let id = layout
+        .parse_id(&text)
+        .map_err(|error| unprocessable_if(is_decimal(&text), error))?;
     let parts = layout.decode(id)?;
     let body = json!({
         "id": id.to_string(),
@@ -381,6 +383,14 @@ fn string_field(body: JsonBody, name: &str) -> Result<String, ApiError> {
             format!("invalid request body: expected a JSON object like {{\"{name}\": \"...\"}}"),
         ));
     };
+    if let Some(other) = object.keys().find(|key| *key != name) {
+        let shown: String = other.chars().take(32).collect();
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            codes::INVALID_REQUEST,
+            format!("invalid request body: unexpected field {shown:?}; expected only \"{name}\""),
+        ));
+    }
     match object.remove(name) {
         Some(Value::String(text)) => Ok(text),
         None => Err(ApiError::bad_value(format!(
@@ -395,6 +405,31 @@ fn string_field(body: JsonBody, name: &str) -> Result<String, ApiError> {
             ),
         )),
     }
+}
+
+/// Whether `text` is what the OpenAPI description calls an id: 1 to 20 decimal digits.
+fn is_decimal(text: &str) -> bool {
+    (1..=20).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether `text` is what the OpenAPI description calls a public id: 16 Crockford base32
+/// characters (any case; `U` is not one).
+fn is_public_text(text: &str) -> bool {
+    text.len() == 16
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() && !b.eq_ignore_ascii_case(&b'u'))
+}
+
+/// A refusal of input the OpenAPI description calls well-formed (an id past the layout's
+/// range, a public id whose check fails or whose key version is not held) is 422 with its
+/// code; 400 stays for malformed input.
+fn unprocessable_if(well_formed: bool, error: clockflake::Error) -> ApiError {
+    let mut refusal = ApiError::from(error);
+    if well_formed && refusal.status == StatusCode::BAD_REQUEST {
+        refusal.status = StatusCode::UNPROCESSABLE_ENTITY;
+    }
+    refusal
 }
 
 fn json_type(value: &Value) -> &'static str {
@@ -422,7 +457,11 @@ fn public_ids(app: &App) -> Result<&PublicIds, ApiError> {
 async fn public_encode(State(app): Shared, body: JsonBody) -> Result<Response, ApiError> {
     let codec = public_ids(&app)?;
     let text = string_field(body, "id")?;
-    let id = app.supervisor.layout().parse_id(&text)?;
+    let id = app
+        .supervisor
+        .layout()
+        .parse_id(&text)
+        .map_err(|error| unprocessable_if(is_decimal(&text), error))?;
     let public = codec.encode_text(id)?;
     Ok(json_response(
         &json!({ "id": id.to_string(), "public": public.as_str() }),
@@ -432,7 +471,9 @@ async fn public_encode(State(app): Shared, body: JsonBody) -> Result<Response, A
 async fn public_decode(State(app): Shared, body: JsonBody) -> Result<Response, ApiError> {
     let codec = public_ids(&app)?;
     let text = string_field(body, "public")?;
-    let id = codec.decode_text(&text)?;
+    let id = codec
+        .decode_text(&text)
+        .map_err(|error| unprocessable_if(is_public_text(&text), error))?;
     Ok(json_response(
         &json!({ "public": text.to_ascii_uppercase(), "id": id.to_string() }),
     ))

@@ -10,6 +10,7 @@
 mod api;
 mod config;
 mod error;
+mod probe;
 mod supervisor;
 mod telemetry;
 
@@ -33,6 +34,20 @@ enum Failure {
 }
 
 fn main() -> ExitCode {
+    // `clockflake-server healthcheck [URL]`: the container image's HEALTHCHECK (a scratch
+    // image has no curl). Exit 0 when the URL (default: /healthz on CLOCKFLAKE_LISTEN)
+    // answers 200 within 2 s, else 1.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new("healthcheck")) {
+        let url = args.next().map(|url| url.to_string_lossy().into_owned());
+        return match probe::check(url.as_deref()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("clockflake-server healthcheck: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let config = Config::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -96,7 +111,7 @@ async fn run(config: Config) -> Result<(), Failure> {
             )));
         }
         Ok(Err(error)) => {
-            tracing::warn!(code = error.code(), %error, "no lease yet; serving 503 until one is taken");
+            tracing::warn!(code = error.code(), %error, "no lease yet: id requests are refused with this code until one is taken");
         }
         Err(error) => return Err(Failure::Runtime(format!("leasing task: {error}"))),
     }

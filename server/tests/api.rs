@@ -129,22 +129,25 @@ fn decode_route() {
     get(&server.url("/v1/decode/1?layout=nope")).assert_error(400, "UNKNOWN_LAYOUT");
     get(&server.url("/v1/decode/1?layout=twitter&layout=js53"))
         .assert_error(400, "INVALID_ARG_VALUE");
+    // Malformed: 400. Well-formed (1 to 20 digits, as openapi.json says) but past the
+    // layout's range: 422, the same code.
     for bad in [
         "abc",
         "-1",
         "1.0",
         "%20",
-        "9223372036854775808",
-        "18446744073709551616",
         "99999999999999999999999",
         "%FF%FE",
         "%E2%82%AC",
     ] {
         get(&server.url(&format!("/v1/decode/{bad}"))).assert_error(400, "INVALID_ID");
     }
+    for past in ["9223372036854775808", "18446744073709551616"] {
+        get(&server.url(&format!("/v1/decode/{past}"))).assert_error(422, "INVALID_ID");
+    }
     // Above js53's 52 bits.
     get(&server.url(&format!("/v1/decode/{}?layout=js53", 1u64 << 60)))
-        .assert_error(400, "INVALID_ID");
+        .assert_error(422, "INVALID_ID");
     get(&server.url("/v1/decode/")).assert_error(404, "NOT_FOUND");
     get(&server.url("/v1/decode/1/2")).assert_error(404, "NOT_FOUND");
 }
@@ -203,7 +206,16 @@ fn public_ids_configured_and_not() {
     post("/v1/public/encode", br#"{"id":1}"#).assert_error(400, "INVALID_ARG_TYPE");
     post("/v1/public/encode", br#"{"id":null}"#).assert_error(400, "INVALID_ARG_TYPE");
     post("/v1/public/encode", br#"{"id":"-1"}"#).assert_error(400, "INVALID_ID");
-    post("/v1/public/encode", br#"{"id":"9223372036854775808"}"#).assert_error(400, "INVALID_ID");
+    post("/v1/public/encode", br#"{"id":"9223372036854775808"}"#).assert_error(422, "INVALID_ID");
+    // Only the documented field (a misspelt one is not ignored).
+    post("/v1/public/encode", br#"{"id":"1","Id":"2"}"#).assert_error(400, "INVALID_REQUEST");
+    post(
+        "/v1/public/decode",
+        br#"{"public":"0000000000000000","x":1}"#,
+    )
+    .assert_error(400, "INVALID_REQUEST");
+    post("/v1/public/decode", br#"{"public":"000000000000000U"}"#)
+        .assert_error(400, "INVALID_PUBLIC_ID");
     post("/v1/public/decode", br#"{"public":"short"}"#).assert_error(400, "INVALID_PUBLIC_ID");
     let mut typo = expected.as_str().as_bytes().to_vec();
     typo[5] = if typo[5] == b'A' { b'B' } else { b'A' };
@@ -211,7 +223,7 @@ fn public_ids_configured_and_not() {
         "/v1/public/decode",
         format!(r#"{{"public":"{}"}}"#, String::from_utf8(typo).unwrap()).as_bytes(),
     )
-    .assert_error(400, "INVALID_PUBLIC_ID");
+    .assert_error(422, "INVALID_PUBLIC_ID");
     let unknown_version = PublicIds::new(7, hex(KEY_HEX))
         .unwrap()
         .encode_text(1)
@@ -220,7 +232,7 @@ fn public_ids_configured_and_not() {
         "/v1/public/decode",
         format!(r#"{{"public":"{unknown_version}"}}"#).as_bytes(),
     )
-    .assert_error(400, "UNKNOWN_KEY_VERSION");
+    .assert_error(422, "UNKNOWN_KEY_VERSION");
     let big = format!(r#"{{"id":"1","pad":"{}"}}"#, "x".repeat(5000));
     post("/v1/public/encode", big.as_bytes()).assert_error(413, "PAYLOAD_TOO_LARGE");
     // A huge body sent raw: 413 (or the connection closed after it), never a crash.
@@ -356,6 +368,9 @@ fn unavailable_coordinator_and_bad_configuration() {
     let reply = get(&server.url("/v1/id"));
     let body = reply.assert_error(503, "COORDINATOR_UNAVAILABLE");
     assert!(!body["message"].as_str().unwrap().contains("password"));
+    // retryAtMs: the supervisor's next attempt, within its longest backoff.
+    let retry_at = body["retryAtMs"].as_u64().expect("retryAtMs");
+    assert!(retry_at <= clockflake_lease::wall_ms() + 6_000, "{body}");
     get(&server.url("/v1/ids?count=3")).assert_error(503, "COORDINATOR_UNAVAILABLE");
     // Input errors still win over the missing lease.
     get(&server.url("/v1/ids?count=0")).assert_error(400, "INVALID_ARG_VALUE");
@@ -409,6 +424,90 @@ fn unavailable_coordinator_and_bad_configuration() {
         );
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!stderr.contains("zz"), "key echoed: {stderr}");
+    }
+}
+
+/// The clock outside the layout's lifetime (a custom layout whose timestamp field ran out in
+/// 1970, one whose epoch is in 2099): the id routes answer the real code, not
+/// COORDINATOR_UNAVAILABLE: TIMESTAMP_EXHAUSTED is a 500 with no retryAtMs (final for this
+/// clock), EPOCH_IN_FUTURE a 503 with retryAtMs at the epoch. The server stays up and unready,
+/// takes no lease (it asks the coordinator once at start, then only looks at the clock), and
+/// says why on /readyz and /metrics.
+#[test]
+fn clock_outside_the_layout_lifetime() {
+    let epoch_2099 = 4_070_908_800_000u64;
+    for (layout, status, code, retry_at) in [
+        (
+            "timestamp:20,worker:7,sequence:12;epoch=0".to_owned(),
+            500,
+            "TIMESTAMP_EXHAUSTED",
+            None,
+        ),
+        (
+            "timestamp:41,clock_seq:3,worker:7,sequence:12;unit=1ms;epoch=2099-01-01T00:00:00Z"
+                .to_owned(),
+            503,
+            "EPOCH_IN_FUTURE",
+            Some(epoch_2099),
+        ),
+    ] {
+        let dir = common::temp_dir("clock-range");
+        let lease = format!("file://{}?app=clock", dir.join("leases").display());
+        let server = Server::start(&lease, &["--layout", &layout], &[]);
+        for path in ["/v1/id", "/v1/ids?count=2"] {
+            let body = get(&server.url(path)).assert_error(status, code);
+            assert_eq!(body["retryAtMs"].as_u64(), retry_at, "{layout}: {body}");
+        }
+        let (ready_status, ready) = server.readiness();
+        assert_eq!(ready_status, 503, "{ready}");
+        assert_eq!(ready["lastError"]["code"], code, "{ready}");
+        let metrics = get(&server.url("/metrics")).body;
+        assert!(metrics.contains("clockflake_clock_in_range 0"), "{metrics}");
+        // Ids still decode under the layout; no coordinator was asked.
+        assert_eq!(get(&server.url("/v1/decode/1")).status, 200);
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        get(&server.url("/v1/id")).assert_error(status, code);
+        assert_eq!(server.readiness().1["leases"], 0);
+    }
+}
+
+/// A custom layout on the command line is core's: the same as the preset it spells out, and
+/// refused with exit code 2 when core refuses it.
+#[test]
+fn custom_layout() {
+    let spec = "timestamp:41,worker:10,sequence:12;unit=1ms;epoch=1288834974657";
+    let server = Server::start(&file_lease("custom"), &["--layout", spec], &[]);
+    let id: u64 = get(&server.url("/v1/id")).json()["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let parts = Layout::TWITTER.decode(id).unwrap();
+    assert!(parts.timestamp_ms.abs_diff(clockflake_lease::wall_ms()) < 60_000);
+    let decoded = get(&server.url(&format!("/v1/decode/{id}"))).json();
+    assert_eq!(decoded["workerId"], parts.worker_id);
+    drop(server);
+    let lease = file_lease("custom-bad");
+    for bad in [
+        "timestamp:41,worker:10,sequence:13;epoch=0",
+        "timestamp:41,worker:10;epoch=0",
+        "timestamp:41,worker:10,sequence:12",
+        "worker:10,timestamp:41,sequence:12;epoch=0",
+    ] {
+        let output = std::process::Command::new(common::SERVER)
+            .args([
+                "--lease",
+                &lease,
+                "--listen",
+                "127.0.0.1:0",
+                "--layout",
+                bad,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{bad}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--layout"), "{bad}: {stderr}");
     }
 }
 
