@@ -7,6 +7,9 @@
 #                       TTL, and SIGTERM under load; PostgreSQL and ZooKeeper are throwaway
 #                       servers in temp dirs, always stopped
 #   make test-server-schema  schemathesis (PyPI) against openapi.json and the server, 0 failures
+#   make test-server-image  the amd64 scratch image built with podman and run (scripts/server-image.sh)
+#   make dist-server    static musl binaries (x86_64, aarch64), SHA256SUMS, and the images as
+#                       OCI archives into dist/ (part of make dist)
 #   make bench-server   oha against a release build on loopback (BENCHMARKS.md, "## Server")
 
 SERVER_PG := $(ROOT)/scripts/postgres.sh
@@ -16,7 +19,7 @@ SERVE_LEASE ?= file://$(ROOT)/target/serve-ids?app=default
 SERVE_LISTEN ?= 127.0.0.1:8080
 
 .PHONY: demo-server serve-ids test-server lint-server bench-server setup-oha setup-curl \
-  setup-server-py test-server-schema
+  setup-server-py test-server-schema setup-server-musl dist-server test-server-image
 
 # The load generator (crates.io); idempotent.
 setup-oha:
@@ -86,9 +89,53 @@ test-server-schema: setup-rust setup-server-py
 	pid=$$!; trap 'kill $$pid 2>/dev/null || true; wait $$pid 2>/dev/null || true; rm -rf '"$$dir" EXIT; \
 	for _ in $$(seq 100); do grep -q listening $$out && break; sleep 0.1; done; \
 	base=$$(sed -n 's/.*listening on //p' $$out); \
-	timeout 300 $(SERVER_VENV)/bin/schemathesis --config-file server/schemathesis.toml \
-	  run server/openapi.json --url "$$base" --max-examples 100 --no-color
+	cd $$dir && timeout 300 $(SERVER_VENV)/bin/schemathesis --config-file $(ROOT)/server/schemathesis.toml \
+	  run $(ROOT)/server/openapi.json --url "$$base" --max-examples 100 --no-color
+
+# Release artifacts (make dist): static musl binaries for Linux x86_64 and aarch64, cross-built
+# with cargo-zigbuild and zig from PyPI (.venv) in their own target dir (target/zig), stripped;
+# SHA256SUMS; the scratch image for each architecture as an OCI archive. The image needs no
+# emulator to build (FROM scratch, nothing runs), so the arm64 one is built here too; only the
+# amd64 one runs here (make test-server-image).
+SERVER_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' $(ROOT)/Cargo.toml | head -1)
+SERVER_MUSL := x86_64-unknown-linux-musl:amd64 aarch64-unknown-linux-musl:arm64
+SERVER_ZIG_DIR := $(ROOT)/target/zig
+SERVER_IMAGE := localhost/clockflake-server
+SERVER_IMAGE_SCRIPT := $(ROOT)/scripts/server-image.sh
+
+setup-server-musl: setup-rust setup-server-py
+	@for t in $(SERVER_MUSL); do triple=$${t%%:*}; \
+	  rustup target list --installed | grep -qx $$triple || rustup target add $$triple; done
+
+# build-server-musl TRIPLE: one static binary into target/zig/TRIPLE/release.
+build-server-musl-%: setup-server-musl
+	PATH=$(SERVER_VENV)/bin:$$PATH CARGO_TARGET_DIR=$(SERVER_ZIG_DIR) \
+	  $(CARGO) zigbuild -q -p clockflake-server --release --target $*
+	@file -b $(SERVER_ZIG_DIR)/$*/release/clockflake-server | grep -q 'statically linked' \
+	  || { echo "$*: not a static binary"; exit 1; }
+
+dist-server: build-server-musl-x86_64-unknown-linux-musl build-server-musl-aarch64-unknown-linux-musl
+	@mkdir -p $(DIST_DIR)
+	@set -e; cd $(DIST_DIR); rm -f clockflake-server-SHA256SUMS; \
+	for t in $(SERVER_MUSL); do triple=$${t%%:*}; arch=$${t##*:}; \
+	  bin=clockflake-server-$(SERVER_VERSION)-$$triple; \
+	  install -m 0755 $(SERVER_ZIG_DIR)/$$triple/release/clockflake-server $$bin; \
+	  $(SERVER_IMAGE_SCRIPT) build $$arch $$bin $(SERVER_IMAGE):$(SERVER_VERSION)-$$arch >/dev/null; \
+	  $(SERVER_IMAGE_SCRIPT) save $(SERVER_IMAGE):$(SERVER_VERSION)-$$arch \
+	    clockflake-server-$(SERVER_VERSION)-image-$$arch.oci.tar; \
+	  echo "$$bin: $$(file -b $$bin | cut -d, -f1-2,5), $$(stat -c %s $$bin) bytes"; \
+	done; \
+	sha256sum clockflake-server-$(SERVER_VERSION)-* > clockflake-server-SHA256SUMS; \
+	sha256sum -c --quiet clockflake-server-SHA256SUMS; cat clockflake-server-SHA256SUMS
+
+# The amd64 image built and run: leases on a mounted volume, answers, turns ready, passes its
+# HEALTHCHECK, stops cleanly on SIGTERM (scripts/server-image.sh test).
+test-server-image: build-server-musl-x86_64-unknown-linux-musl setup-curl
+	$(SERVER_IMAGE_SCRIPT) build amd64 $(SERVER_ZIG_DIR)/x86_64-unknown-linux-musl/release/clockflake-server \
+	  $(SERVER_IMAGE):test
+	$(SERVER_IMAGE_SCRIPT) test $(SERVER_IMAGE):test
 
 DEMO_TARGETS += demo-server
-TEST_TARGETS += test-server test-server-schema
+TEST_TARGETS += test-server test-server-schema test-server-image
+DIST_TARGETS += dist-server
 BENCH_TARGETS += bench-server
