@@ -10,6 +10,7 @@
 #   make test-server-image  the amd64 scratch image built with podman and run (scripts/server-image.sh)
 #   make dist-server    static musl binaries (x86_64, aarch64), SHA256SUMS, and the images as
 #                       OCI archives into dist/ (part of make dist)
+#   make bench-server-peers  GET /v1/id (wrk) beside Redis INCR and PostgreSQL nextval, in turns
 #   make bench-server   oha against a release build on loopback (BENCHMARKS.md, "## Server")
 
 SERVER_PG := $(ROOT)/scripts/postgres.sh
@@ -19,7 +20,8 @@ SERVE_LEASE ?= file://$(ROOT)/target/serve-ids?app=default
 SERVE_LISTEN ?= 127.0.0.1:8080
 
 .PHONY: demo-server serve-ids test-server lint-server bench-server setup-oha setup-curl \
-  setup-server-py test-server-schema setup-server-musl dist-server test-server-image
+  setup-server-py test-server-schema setup-server-musl dist-server test-server-image \
+  bench-server-peers
 
 # The load generator (crates.io); idempotent.
 setup-oha:
@@ -135,7 +137,14 @@ test-server-image: build-server-musl-x86_64-unknown-linux-musl setup-curl
 	  $(SERVER_IMAGE):test
 	$(SERVER_IMAGE_SCRIPT) test $(SERVER_IMAGE):test
 
+# clockflake-server against Redis INCR and PostgreSQL nextval, side by side on loopback
+# (BENCHMARKS.md, "## Server"): scripts/bench-server-peers.py with Debian's wrk,
+# redis-benchmark and pgbench.
+bench-server-peers: setup-rust
+	$(CARGO) build -q --release -p clockflake-server
+	$(PYTHON) scripts/bench-server-peers.py $(ROOT)/target/release/clockflake-server
+
 DEMO_TARGETS += demo-server
 TEST_TARGETS += test-server test-server-schema test-server-image
 DIST_TARGETS += dist-server
-BENCH_TARGETS += bench-server
+BENCH_TARGETS += bench-server bench-server-peers

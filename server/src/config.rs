@@ -52,6 +52,10 @@ pub struct Config {
     #[arg(long, env = "CLOCKFLAKE_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
 
+    /// Threads that serve requests (0: one per CPU this process may run on).
+    #[arg(long, env = "CLOCKFLAKE_THREADS", default_value_t = 0)]
+    pub threads: usize,
+
     /// Benchmarks only: also serve `GET /bench/constant`, a handler returning a constant.
     #[arg(long, hide = true)]
     pub bench_constant_route: bool,
