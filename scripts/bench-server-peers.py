@@ -175,12 +175,12 @@ def main():
             print(f"**{title}**\n")
             print("| service | requests/s | p50 ms | p99 ms | requests/s vs Redis | p99 vs Redis |")
             print("|---|---:|---:|---:|---:|---:|")
-            redis = results[(names[1], pinned)]
+            redis_runs = results[(names[1], pinned)]
             for name in names:
                 runs = results[(name, pinned)]
                 rps, p50, p99 = median(runs, "rps"), median(runs, "p50"), median(runs, "p99")
                 print(f"| {name} | {rps:,.0f} | {p50:.3f} | {p99:.3f} | "
-                      f"{rps / median(redis, 'rps'):.2f}x | {p99 / median(redis, 'p99'):.2f}x |")
+                      f"{rps / median(redis_runs, 'rps'):.2f}x | {p99 / median(redis_runs, 'p99'):.2f}x |")
             print()
     finally:
         for process in started:

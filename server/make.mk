@@ -3,7 +3,7 @@
 #                       fetch a few ids with curl, stop it (part of `make demo`)
 #   make serve-ids      run it by hand: SERVE_LEASE=... SERVE_LISTEN=... (Ctrl-C stops it)
 #   make test-server    lint, then the HTTP API end to end (file://), three servers on one
-#                       PostgreSQL and on one ZooKeeper under oha load with one frozen past its
+#                       PostgreSQL and on one ZooKeeper under wrk load with one frozen past its
 #                       TTL, and SIGTERM under load; PostgreSQL and ZooKeeper are throwaway
 #                       servers in temp dirs, always stopped
 #   make test-server-schema  schemathesis (PyPI) against openapi.json and the server, 0 failures
@@ -19,11 +19,16 @@ SERVER_BIN := $(ROOT)/target/debug/clockflake-server
 SERVE_LEASE ?= file://$(ROOT)/target/serve-ids?app=default
 SERVE_LISTEN ?= 127.0.0.1:8080
 
-.PHONY: demo-server serve-ids test-server lint-server bench-server setup-oha setup-curl \
+.PHONY: demo-server serve-ids test-server lint-server bench-server setup-oha setup-wrk setup-curl \
   setup-server-py test-server-schema setup-server-musl dist-server test-server-image \
   bench-server-peers
 
-# The load generator (crates.io); idempotent.
+# The load generators; idempotent. wrk (Debian) for the fleet tests and bench-server-peers;
+# oha (crates.io, a 10-minute build on a fresh machine) for bench-server only.
+setup-wrk:
+	@command -v wrk >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq wrk >/dev/null; }
+
 setup-oha:
 	@command -v oha >/dev/null 2>&1 || [ -x "$$HOME/.cargo/bin/oha" ] \
 	  || $(CARGO) install --locked oha
@@ -54,9 +59,9 @@ lint-server: setup-rust
 	$(CARGO) fmt -p clockflake-server --check
 	$(CARGO) clippy -p clockflake-server $(CLIPPY_FLAGS)
 
-test-server: lint-server setup-oha
+test-server: lint-server setup-wrk
 	$(CARGO) build -q -p clockflake-server --tests --bins
-	export CLOCKFLAKE_SERVER_REQUIRED=1 PATH="$$PATH:$$HOME/.cargo/bin"; \
+	export CLOCKFLAKE_SERVER_REQUIRED=1; \
 	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-server-pg.XXXXXX); \
 	export CLOCKFLAKE_ZK_DIR=$$(mktemp -d /tmp/clockflake-server-zk.XXXXXX); \
 	trap '$(SERVER_PG) stop; $(SERVER_ZK) stop' EXIT; \
@@ -140,7 +145,7 @@ test-server-image: build-server-musl-x86_64-unknown-linux-musl setup-curl
 # clockflake-server against Redis INCR and PostgreSQL nextval, side by side on loopback
 # (BENCHMARKS.md, "## Server"): scripts/bench-server-peers.py with Debian's wrk,
 # redis-benchmark and pgbench.
-bench-server-peers: setup-rust
+bench-server-peers: setup-rust setup-wrk
 	$(CARGO) build -q --release -p clockflake-server
 	$(PYTHON) scripts/bench-server-peers.py $(ROOT)/target/release/clockflake-server
 
