@@ -59,7 +59,7 @@ lint-server: setup-rust
 	$(CARGO) fmt -p clockflake-server --check
 	$(CARGO) clippy -p clockflake-server $(CLIPPY_FLAGS)
 
-test-server: lint-server setup-wrk
+test-server: lint-server setup-wrk setup-faketime
 	$(CARGO) build -q -p clockflake-server --tests --bins
 	export CLOCKFLAKE_SERVER_REQUIRED=1; \
 	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-server-pg.XXXXXX); \

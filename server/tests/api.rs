@@ -471,6 +471,57 @@ fn clock_outside_the_layout_lifetime() {
     }
 }
 
+/// Debian's libfaketime, which fakes the clock of the process it is preloaded into.
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// The same with the default preset and the process's own clock faked (libfaketime, read
+/// from a file on every call): at 2100 the server answers 500 TIMESTAMP_EXHAUSTED; when the
+/// clock is set right it leases and serves ids with no restart. At 1999, 503 EPOCH_IN_FUTURE
+/// with retryAtMs at clockseq's epoch.
+#[test]
+fn faked_clock_outside_the_layout_and_back() {
+    if !std::path::Path::new(LIBFAKETIME).exists() {
+        assert!(
+            std::env::var("CLOCKFLAKE_SERVER_REQUIRED").as_deref() != Ok("1"),
+            "{LIBFAKETIME} not found (make setup-faketime installs it)"
+        );
+        eprintln!("skipped: {LIBFAKETIME} not found (make setup-faketime installs it)");
+        return;
+    }
+    let dir = common::temp_dir("faketime");
+    let clock = dir.join("faketime");
+    let clock_text = clock.to_str().unwrap();
+    let env = [
+        ("LD_PRELOAD", LIBFAKETIME),
+        ("FAKETIME_TIMESTAMP_FILE", clock_text),
+        ("FAKETIME_NO_CACHE", "1"),
+        ("DONT_FAKE_MONOTONIC", "1"),
+    ];
+    std::fs::write(&clock, "@2100-01-01 00:00:00\n").unwrap();
+    let server = Server::start(&file_lease("faketime-2100"), &[], &env);
+    let body = get(&server.url("/v1/id")).assert_error(500, "TIMESTAMP_EXHAUSTED");
+    assert!(body["retryAtMs"].is_null(), "{body}");
+    let (status, ready) = server.readiness();
+    assert_eq!(status, 503);
+    assert_eq!(ready["lastError"]["code"], "TIMESTAMP_EXHAUSTED", "{ready}");
+    // The clock set right: a lease within the supervisor's next look (1 s), then ids of now.
+    std::fs::write(&clock, "+0\n").unwrap();
+    server.wait_ready(std::time::Duration::from_secs(10));
+    let id: u64 = get(&server.url("/v1/id")).json()["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let parts = Layout::CLOCKSEQ.decode(id).unwrap();
+    assert!(parts.timestamp_ms.abs_diff(clockflake_lease::wall_ms()) < 60_000);
+    drop(server);
+
+    std::fs::write(&clock, "@1999-01-01 00:00:00\n").unwrap();
+    let server = Server::start(&file_lease("faketime-1999"), &[], &env);
+    let body = get(&server.url("/v1/id")).assert_error(503, "EPOCH_IN_FUTURE");
+    assert_eq!(body["retryAtMs"], Layout::CLOCKSEQ.epoch_ms(), "{body}");
+}
+
 /// A custom layout on the command line is core's: the same as the preset it spells out, and
 /// refused with exit code 2 when core refuses it.
 #[test]
