@@ -85,19 +85,21 @@ setup-server-py:
 	@test -x $(SERVER_PY) || $(PYTHON) -m venv $(SERVER_VENV)
 	@$(SERVER_PY) -m pip install -q --disable-pip-version-check $(SERVER_PY_TOOLS) >/dev/null
 
-# schemathesis against server/openapi.json and a debug server with a public-id key, bounded
+# schemathesis against server/openapi.json and a debug server with a public-id key and token
+# (sent as the bearer token), bounded
 # (100 examples per operation, about 10 s); server/schemathesis.toml says which statuses
 # count as a rejection. 0 failures or it fails.
 test-server-schema: setup-rust setup-server-py
 	$(CARGO) build -q -p clockflake-server
 	@dir=$$(mktemp -d /tmp/clockflake-server-schema.XXXXXX); out=$$dir/stdout; \
-	CLOCKFLAKE_PUBLIC_KEY=1:000102030405060708090a0b0c0d0e0f RUST_LOG=warn \
+	CLOCKFLAKE_PUBLIC_KEY=1:000102030405060708090a0b0c0d0e0f CLOCKFLAKE_PUBLIC_TOKEN=schema-test-token-0123 RUST_LOG=warn \
 	  $(SERVER_BIN) --lease "file://$$dir/leases?app=schema" --listen 127.0.0.1:0 >$$out 2>$$dir/log & \
 	pid=$$!; trap 'kill $$pid 2>/dev/null || true; wait $$pid 2>/dev/null || true; rm -rf '"$$dir" EXIT; \
 	for _ in $$(seq 100); do grep -q listening $$out && break; sleep 0.1; done; \
 	base=$$(sed -n 's/.*listening on //p' $$out); \
 	cd $$dir && timeout 300 $(SERVER_VENV)/bin/schemathesis --config-file $(ROOT)/server/schemathesis.toml \
-	  run $(ROOT)/server/openapi.json --url "$$base" --max-examples 100 --no-color
+	  run $(ROOT)/server/openapi.json --url "$$base" --max-examples 100 --no-color \
+	  --header 'Authorization: Bearer schema-test-token-0123' 
 
 # Release artifacts (make dist): static musl binaries for Linux x86_64 and aarch64, cross-built
 # with cargo-zigbuild and zig from PyPI (.venv) in their own target dir (target/zig), stripped;

@@ -37,6 +37,8 @@ const MAX_SPIN: Duration = Duration::from_millis(50);
 pub struct App {
     pub supervisor: Arc<Supervisor>,
     pub public_ids: Option<PublicIds>,
+    /// The bearer token `/v1/public/*` require, if one was given.
+    pub public_token: Option<String>,
     pub max_count: u64,
     pub telemetry: Telemetry,
     pub ids_issued: AtomicU64,
@@ -443,7 +445,26 @@ fn json_type(value: &Value) -> &'static str {
     }
 }
 
-fn public_ids(app: &App) -> Result<&PublicIds, ApiError> {
+/// Whether `a` and `b` are equal, in time that depends on their lengths only.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The codec, once the request carries the bearer token (when the server has one).
+fn public_ids<'a>(app: &'a App, headers: &HeaderMap) -> Result<&'a PublicIds, ApiError> {
+    if let Some(token) = &app.public_token {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "))
+            .unwrap_or_default();
+        if !same_bytes(given, token.as_bytes()) {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                codes::UNAUTHORIZED,
+                "unauthorized: the public-id routes need Authorization: Bearer <token>",
+            ));
+        }
+    }
     app.public_ids.as_ref().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
@@ -454,8 +475,12 @@ fn public_ids(app: &App) -> Result<&PublicIds, ApiError> {
     })
 }
 
-async fn public_encode(State(app): Shared, body: JsonBody) -> Result<Response, ApiError> {
-    let codec = public_ids(&app)?;
+async fn public_encode(
+    State(app): Shared,
+    headers: HeaderMap,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let codec = public_ids(&app, &headers)?;
     let text = string_field(body, "id")?;
     let id = app
         .supervisor
@@ -468,8 +493,12 @@ async fn public_encode(State(app): Shared, body: JsonBody) -> Result<Response, A
     ))
 }
 
-async fn public_decode(State(app): Shared, body: JsonBody) -> Result<Response, ApiError> {
-    let codec = public_ids(&app)?;
+async fn public_decode(
+    State(app): Shared,
+    headers: HeaderMap,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let codec = public_ids(&app, &headers)?;
     let text = string_field(body, "public")?;
     let id = codec
         .decode_text(&text)

@@ -196,6 +196,39 @@ fn days_from_civil(year: u64, month: u64, day: u64) -> Option<u64> {
     (era * 146_097 + doe).checked_sub(719_468)
 }
 
+/// The bearer token the public-id routes require, from `CLOCKFLAKE_PUBLIC_TOKEN_FILE` (a path)
+/// or `CLOCKFLAKE_PUBLIC_TOKEN`; `None` when neither is set. Surrounding whitespace is
+/// trimmed; at least 16 characters. Messages never repeat it.
+pub fn public_token_from_env() -> Result<Option<String>, String> {
+    let file = std::env::var_os("CLOCKFLAKE_PUBLIC_TOKEN_FILE");
+    let inline = std::env::var("CLOCKFLAKE_PUBLIC_TOKEN").ok();
+    let (name, text) = match (file, inline) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "set CLOCKFLAKE_PUBLIC_TOKEN_FILE or CLOCKFLAKE_PUBLIC_TOKEN, not both".to_owned(),
+            )
+        }
+        (Some(path), None) => (
+            "CLOCKFLAKE_PUBLIC_TOKEN_FILE",
+            std::fs::read_to_string(&path).map_err(|error| {
+                format!(
+                    "CLOCKFLAKE_PUBLIC_TOKEN_FILE: cannot read {}: {error}",
+                    path.to_string_lossy()
+                )
+            })?,
+        ),
+        (None, Some(text)) => ("CLOCKFLAKE_PUBLIC_TOKEN", text),
+        (None, None) => return Ok(None),
+    };
+    let token = text.trim();
+    if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!(
+            "{name}: expected at least 16 printable ASCII characters with no spaces"
+        ));
+    }
+    Ok(Some(token.to_owned()))
+}
+
 /// The public-id codec from `CLOCKFLAKE_PUBLIC_KEY_FILE` (a path) or `CLOCKFLAKE_PUBLIC_KEY`
 /// (the keys themselves); `None` when neither is set.
 pub fn public_ids_from_env() -> Result<Option<PublicIds>, String> {

@@ -20,6 +20,8 @@ pub mod codes {
     pub const NOT_FOUND: &str = "NOT_FOUND";
     /// The route exists, the method does not.
     pub const METHOD_NOT_ALLOWED: &str = "METHOD_NOT_ALLOWED";
+    /// `/v1/public/*` without the bearer token the server was given.
+    pub const UNAUTHORIZED: &str = "UNAUTHORIZED";
     /// `/v1/public/*` without a key configured.
     pub const PUBLIC_IDS_NOT_CONFIGURED: &str = "PUBLIC_IDS_NOT_CONFIGURED";
 }
@@ -117,6 +119,12 @@ impl IntoResponse for ApiError {
             body,
         )
             .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"clockflake public ids\""),
+            );
+        }
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             let now = clockflake_lease::wall_ms();
             let seconds = self

@@ -85,6 +85,7 @@ async fn run(config: Config) -> Result<(), Failure> {
     let layout = config.layout().map_err(Failure::Config)?;
     let policy = config.policy().map_err(Failure::Config)?;
     let public_ids = config::public_ids_from_env().map_err(Failure::Config)?;
+    let public_token = config::public_token_from_env().map_err(Failure::Config)?;
     let telemetry = Telemetry::install().map_err(Failure::Runtime)?;
     let options = LeaseOptions {
         generator: Options {
@@ -127,6 +128,7 @@ async fn run(config: Config) -> Result<(), Failure> {
     let app = Arc::new(api::App {
         supervisor: Arc::clone(&supervisor),
         public_ids,
+        public_token,
         max_count: config.max_count,
         telemetry,
         ids_issued: AtomicU64::new(0),

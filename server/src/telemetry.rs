@@ -33,6 +33,7 @@ fn status_label(status: StatusCode) -> &'static str {
     match status.as_u16() {
         200 => "200",
         400 => "400",
+        401 => "401",
         404 => "404",
         405 => "405",
         413 => "413",

@@ -427,6 +427,66 @@ fn unavailable_coordinator_and_bad_configuration() {
     }
 }
 
+/// With CLOCKFLAKE_PUBLIC_TOKEN the public-id routes need `Authorization: Bearer TOKEN`: 401
+/// UNAUTHORIZED with WWW-Authenticate otherwise (before saying whether keys are set), and the
+/// token is never echoed. The id routes stay open.
+#[test]
+fn public_routes_token() {
+    const TOKEN: &str = "s3cret-token-0123456789";
+    let server = Server::start(
+        &file_lease("token"),
+        &[],
+        &[
+            ("CLOCKFLAKE_PUBLIC_KEY", &format!("1:{KEY_HEX}")),
+            ("CLOCKFLAKE_PUBLIC_TOKEN", TOKEN),
+        ],
+    );
+    let post = |auth: Option<&str>| {
+        let mut request = common::client()
+            .post(server.url("/v1/public/encode"))
+            .header("content-type", "application/json")
+            .body(r#"{"id":"42"}"#);
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        common::send(request)
+    };
+    for auth in [
+        None,
+        Some("Bearer wrong-token-0123456789"),
+        Some(&format!("Bearer {TOKEN}x")[..]),
+        Some(&format!("bearer{TOKEN}")[..]),
+        Some(TOKEN),
+    ] {
+        let reply = post(auth);
+        let body = reply.assert_error(401, "UNAUTHORIZED");
+        assert!(reply.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer"));
+        assert!(!body.to_string().contains("s3cret"), "{body}");
+    }
+    let ok = post(Some(&format!("Bearer {TOKEN}")));
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(get(&server.url("/v1/id")).status, 200);
+    drop(server);
+    let lease = file_lease("token-bad");
+    for (name, value) in [
+        ("CLOCKFLAKE_PUBLIC_TOKEN", "short"),
+        ("CLOCKFLAKE_PUBLIC_TOKEN", "has a space in it 0123456789"),
+        ("CLOCKFLAKE_PUBLIC_TOKEN_FILE", "/nonexistent/token"),
+    ] {
+        let output = std::process::Command::new(common::SERVER)
+            .args(["--lease", &lease, "--listen", "127.0.0.1:0"])
+            .env(name, value)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{name}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("has a space"), "token echoed: {stderr}");
+    }
+}
+
 /// The clock outside the layout's lifetime (a custom layout whose timestamp field ran out in
 /// 1970, one whose epoch is in 2099): the id routes answer the real code, not
 /// COORDINATOR_UNAVAILABLE: TIMESTAMP_EXHAUSTED is a 500 with no retryAtMs (final for this
