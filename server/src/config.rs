@@ -52,6 +52,14 @@ pub struct Config {
     #[arg(long, env = "CLOCKFLAKE_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
 
+    /// TLS: the certificate chain (PEM) to serve HTTPS with; needs --tls-key.
+    #[arg(long, env = "CLOCKFLAKE_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+
+    /// TLS: the private key (PEM: PKCS#8, PKCS#1 or SEC1) for --tls-cert.
+    #[arg(long, env = "CLOCKFLAKE_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+
     /// Threads that serve requests (0: one per CPU this process may run on).
     #[arg(long, env = "CLOCKFLAKE_THREADS", default_value_t = 0)]
     pub threads: usize,

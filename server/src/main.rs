@@ -13,7 +13,9 @@ mod error;
 mod probe;
 mod supervisor;
 mod telemetry;
+mod tls;
 
+use std::future::IntoFuture;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicU64;
@@ -86,6 +88,10 @@ async fn run(config: Config) -> Result<(), Failure> {
     let policy = config.policy().map_err(Failure::Config)?;
     let public_ids = config::public_ids_from_env().map_err(Failure::Config)?;
     let public_token = config::public_token_from_env().map_err(Failure::Config)?;
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::config(cert, key).map_err(Failure::Config)?),
+        _ => None,
+    };
     let telemetry = Telemetry::install().map_err(Failure::Runtime)?;
     let options = LeaseOptions {
         generator: Options {
@@ -146,7 +152,11 @@ async fn run(config: Config) -> Result<(), Failure> {
 
     tracing::info!(%address, layout = config.layout, "listening");
     let mut stdout = std::io::stdout();
-    let _ = writeln!(stdout, "clockflake-server listening on http://{address}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let _ = writeln!(
+        stdout,
+        "clockflake-server listening on {scheme}://{address}"
+    );
     let _ = stdout.flush();
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -158,7 +168,23 @@ async fn run(config: Config) -> Result<(), Failure> {
         stopping.stop();
         let _ = stop_tx.send(true);
     };
-    let serve = axum::serve(listener, router).with_graceful_shutdown(signal);
+    let serve: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>> =
+        match tls {
+            Some(tls) => {
+                let listener = tls::TlsListener::new(listener, tls)
+                    .map_err(|error| Failure::Runtime(format!("listener: {error}")))?;
+                Box::pin(
+                    axum::serve(listener, router)
+                        .with_graceful_shutdown(signal)
+                        .into_future(),
+                )
+            }
+            None => Box::pin(
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(signal)
+                    .into_future(),
+            ),
+        };
     let timeout = config.shutdown_timeout;
     let drain_limit = async move {
         let mut stop_rx = stop_rx;

@@ -487,6 +487,105 @@ fn public_routes_token() {
     }
 }
 
+/// HTTPS with --tls-cert and --tls-key (a throwaway certificate from openssl, checked by curl
+/// against it): ids over TLS, plain HTTP refused, and bad files stop the server with code 2.
+#[test]
+fn tls_listener() {
+    let tools = ["openssl", "curl"].iter().all(|tool| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+            || std::process::Command::new(tool)
+                .arg("version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+    });
+    if !tools {
+        assert!(
+            std::env::var("CLOCKFLAKE_SERVER_REQUIRED").as_deref() != Ok("1"),
+            "openssl and curl are needed"
+        );
+        eprintln!("skipped: openssl or curl not found");
+        return;
+    }
+    let dir = common::temp_dir("tls");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let lease = file_lease("tls");
+    let mut command = std::process::Command::new(common::SERVER);
+    command
+        .args(["--lease", &lease, "--listen", "127.0.0.1:0"])
+        .args(["--tls-cert", cert, "--tls-key", key])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let base = line.trim().rsplit(' ').next().unwrap().to_owned();
+    assert!(base.starts_with("https://"), "{line}");
+    let curl = |url: &str, extra: &[&str]| {
+        std::process::Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--cacert", cert])
+            .args(extra)
+            .arg(url)
+            .output()
+            .unwrap()
+    };
+    let over_tls = curl(&format!("{base}/v1/id"), &[]);
+    assert!(over_tls.status.success(), "{over_tls:?}");
+    let body: serde_json::Value = serde_json::from_slice(&over_tls.stdout).unwrap();
+    assert!(
+        body["id"].as_str().unwrap().parse::<u64>().is_ok(),
+        "{body}"
+    );
+    let plain = curl(&base.replace("https://", "http://"), &[]);
+    assert!(
+        !plain.status.success(),
+        "plain HTTP answered on the TLS port"
+    );
+    // Still serving after a failed handshake.
+    assert!(curl(&format!("{base}/healthz"), &[]).status.success());
+    let _ = child.kill();
+    let _ = child.wait();
+    for (cert_arg, key_arg) in [(cert, "/nonexistent/key.pem"), (key, key), (cert, cert)] {
+        let output = std::process::Command::new(common::SERVER)
+            .args(["--lease", &lease, "--listen", "127.0.0.1:0"])
+            .args(["--tls-cert", cert_arg, "--tls-key", key_arg])
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{cert_arg} {key_arg}: {output:?}"
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("PRIVATE KEY"), "key echoed: {stderr}");
+    }
+}
+
 /// The clock outside the layout's lifetime (a custom layout whose timestamp field ran out in
 /// 1970, one whose epoch is in 2099): the id routes answer the real code, not
 /// COORDINATOR_UNAVAILABLE: TIMESTAMP_EXHAUSTED is a 500 with no retryAtMs (final for this
