@@ -74,10 +74,11 @@ bench-server: setup-rust setup-oha
 	$(CARGO) build -q --release -p clockflake-server
 	PATH="$$PATH:$$HOME/.cargo/bin" $(PYTHON) server/bench.py $(ROOT)/target/release/clockflake-server
 
-# The Python tools the server's checks use, in the repository's .venv (idempotent; pinned):
+# The Python tools the server's checks use, in a virtualenv of their own under target/ (so
+# their pins never meet the bindings' .venv; idempotent; pinned):
 # schemathesis (OpenAPI against the server), kubernetes-validate (manifests against the
 # Kubernetes schemas it bundles), PyYAML, cargo-zigbuild and ziglang (the musl cross builds).
-SERVER_VENV := $(ROOT)/.venv
+SERVER_VENV := $(ROOT)/target/server-venv
 SERVER_PY := $(SERVER_VENV)/bin/python
 SERVER_PY_TOOLS := schemathesis==4.32.5 kubernetes-validate==1.37.0 PyYAML==6.0.4 \
   cargo-zigbuild==0.24.1 ziglang==0.17.1
@@ -102,7 +103,8 @@ test-server-schema: setup-rust setup-server-py
 	  --header 'Authorization: Bearer schema-test-token-0123' 
 
 # Release artifacts (make dist): static musl binaries for Linux x86_64 and aarch64, cross-built
-# with cargo-zigbuild and zig from PyPI (.venv) in their own target dir (target/zig), stripped;
+# with cargo-zigbuild and zig from PyPI (target/server-venv) in their own target dir
+# (target/zig), stripped;
 # SHA256SUMS; the scratch image for each architecture as an OCI archive. The image needs no
 # emulator to build (FROM scratch, nothing runs), so the arm64 one is built here too; only the
 # amd64 one runs here (make test-server-image).
