@@ -9,6 +9,6 @@ export { ClockflakeError } from './index.js';
  * (same codes and messages). `layout`: a preset name (default `'clockseq'`), or a
  * `describeLayout()` result of the full package for a custom layout.
  */
-export declare function decode(id: bigint | string, layout?: PresetName | LayoutInfo): Parts;
+export declare function decode(id: bigint | string, layout?: PresetName | LayoutInfo | { layout?: PresetName | LayoutInfo }): Parts;
 /** Every preset layout's description. */
 export declare const layouts: Readonly<Record<PresetName, LayoutInfo>>;

@@ -249,12 +249,63 @@ export declare class PublicIds {
 }
 
 /** Splits an id (a bigint, or a decimal string) into its parts. A `number` is refused: it loses precision above 2^53. */
-export declare function decode(id: bigint | string, layout?: Layout): Parts;
+export declare function decode(id: bigint | string, layout?: Layout | LayoutOption): Parts;
 /** Joins parts into an id; every field's range is checked. */
-export declare function encode(parts: PartsInput, layout?: Layout): bigint;
+export declare function encode(parts: PartsInput, layout?: Layout | LayoutOption): bigint;
 /** The smallest and largest id a time window (Unix ms, both inclusive) can hold, for range scans. */
-export declare function idRange(fromMs: number, toMs: number, layout?: Layout): [bigint, bigint];
+export declare function idRange(fromMs: number, toMs: number, layout?: Layout | LayoutOption): [bigint, bigint];
+/** The layout as an option: `decode(id, { layout: 'twitter' })` is `decode(id, 'twitter')`. */
+export interface LayoutOption {
+  layout?: Layout;
+}
+/**
+ * A layout sized for a fleet: `workers` processes alive at once (count a rolling deploy's surge),
+ * `peakIdsPerSec` from any one of them, ids made for `lifetimeYears` from 2024-01-01 (core's
+ * `Layout::suggest`). Throws `INVALID_LAYOUT` when that needs more than 63 bits.
+ *
+ * @example
+ * const layout = suggestLayout(300, 10_000, 30); // timestamp 41, clock_seq 3, worker 9, sequence 10
+ * const gen = new Generator({ workerId: 299, layout });
+ */
+export declare function suggestLayout(workers: number, peakIdsPerSec: number, lifetimeYears: number): LayoutInfo;
+/** Options of `isPlausible` and `guessLayout`. */
+export interface PlausibleOptions {
+  /** The time to judge by (Unix ms); default `Date.now()`. */
+  nowMs?: number;
+  /** How far past now an id's time may be; default 86,400,000 (a day of clock differences). */
+  marginMs?: number;
+}
+/**
+ * Whether `id` could have been issued under a layout (default `clockseq`) by now: it decodes and
+ * its time is not after now + `marginMs`. `false` most often means another layout: an old
+ * Twitter id decoded with the default layout reads 2040.
+ *
+ * @example
+ * isPlausible(2125537250721665024n, 'twitter'); // true
+ * isPlausible(2125537250721665024n);            // false
+ */
+export declare function isPlausible(id: bigint | string, layout?: Layout | (PlausibleOptions & LayoutOption)): boolean;
+/** The preset under which `id` has a plausible time (the latest, when several do), or `null`. */
+export declare function guessLayout(id: bigint | string, options?: PlausibleOptions): { name: PresetName; parts: Parts } | null;
+/**
+ * A `JSON.stringify` replacer that writes bigints as decimal strings (`JSON.stringify` throws on
+ * a bigint, and JSON numbers above 2^53 are rounded by `JSON.parse`).
+ *
+ * @example
+ * app.set('json replacer', jsonReplacer); // Express: res.json({ id }) sends "id":"383..."
+ * JSON.stringify({ id: gen.nextId() }, jsonReplacer);
+ */
+export declare function jsonReplacer(key: string, value: unknown): unknown;
+/** `JSON.stringify(value, jsonReplacer, space)`: bigints become decimal strings. */
+export declare function stringify(value: unknown, space?: string | number): string;
 /** Describes (and validates) a layout. */
 export declare function describeLayout(layout: Layout): LayoutInfo;
 /** Every preset layout's description. */
 export declare const layouts: Readonly<Record<PresetName, LayoutInfo>>;
+/**
+ * Tells clockflake that this process was restored from a snapshot (a VM or container snapshot,
+ * serverless snapshot-restore), which nothing inside the process can see. Every generator made
+ * before refuses from now on with `WORKER_ID_INVALIDATED`; make new ones. Call it first thing
+ * after a restore, before any id.
+ */
+export declare function restored(): void;

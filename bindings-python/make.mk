@@ -15,7 +15,8 @@
 PY_DIR := $(ROOT)/bindings-python
 PY_VENV := $(ROOT)/.venv
 PY_BIN := $(PY_VENV)/bin/python
-PY_DEV_DEPS := "maturin>=1.9.4,<2" pytest hypothesis mypy ruff ziglang auditwheel
+# pydantic: clockflake.pydantic's tests and stubtest (the package itself does not depend on it).
+PY_DEV_DEPS := "maturin>=1.9.4,<2" pytest hypothesis mypy ruff ziglang auditwheel "pydantic>=2.7,<3"
 # Every Python file of the package, and the reference scripts of the shared vectors.
 PY_LINT_PATHS := $(PY_DIR)/python $(PY_DIR)/tests $(PY_DIR)/bench $(PY_DIR)/examples $(PY_DIR)/scripts \
   $(ROOT)/tests/vectors
@@ -26,7 +27,7 @@ PY_BENCH_DEPS := snowflake-id snowflake-id-toolkit uuid-utils python-ulid
 # Idempotent: makes the virtualenv only if missing, installs the tools only if one is missing.
 setup-python:
 	@test -x $(PY_BIN) || $(PYTHON) -m venv $(PY_VENV)
-	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel" 2>/dev/null \
+	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel, pydantic" 2>/dev/null \
 	  || $(PY_BIN) -m pip install -q $(PY_DEV_DEPS)
 
 # The extension, optimised, installed into the virtualenv (editable: python/clockflake is the source).
@@ -52,7 +53,7 @@ test-core: setup-faketime
 
 test-python: build-python lint-python setup-faketime
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests
-	cd $(PY_DIR) && $(PY_BIN) -m mypy.stubtest clockflake
+	cd $(PY_DIR) && $(PY_BIN) -m mypy.stubtest clockflake --allowlist tests/stubtest-allowlist.txt
 	cd $(PY_DIR) && $(PY_BIN) -m mypy --strict tests/typing_check.py
 
 # The artifacts as a user installs them (scripts/dist-python.sh builds the wheel in target/dist).
@@ -86,6 +87,17 @@ test-python-pg: build-python
 	export CLOCKFLAKE_PG_URL=$$($(ROOT)/scripts/postgres.sh url); \
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py -k postgres
 
+# Issue 22's PostgreSQL and Redis failovers across two languages: Python holders on a primary,
+# Rust newcomers (the lease probe) on its promoted, lagging replica (scripts/postgres-ha.sh,
+# scripts/redis-ha.sh).
+.PHONY: test-python-failover
+test-python-failover: build-python
+	$(CARGO) build -q -p clockflake-lease --bins
+	export CLOCKFLAKE_PG_HA_DIR=$$(mktemp -d /tmp/clockflake-python-pg-ha.XXXXXX) \
+	  CLOCKFLAKE_REDIS_HA_DIR=$$(mktemp -d /tmp/clockflake-python-redis-ha.XXXXXX); \
+	trap '$(ROOT)/scripts/postgres-ha.sh stop; $(ROOT)/scripts/redis-ha.sh stop' EXIT; \
+	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_failover.py
+
 # The ZooKeeper lease tests of the Python package (including the refusal in a forked child)
 # against a throwaway server
 # (scripts/zookeeper.sh installs Debian's zookeeper if missing; always stopped afterwards).
@@ -97,4 +109,4 @@ test-python-zk: build-python
 	export CLOCKFLAKE_ZK_URL=$$($(ROOT)/scripts/zookeeper.sh url); \
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py -k zookeeper
 
-TEST_TARGETS += test-python-pg test-python-zk
+TEST_TARGETS += test-python-pg test-python-zk test-python-failover

@@ -8,13 +8,18 @@
 #   make lint-lease-features   the crate without its default features and with each
 #                      coordinator feature alone: clippy -D warnings on the library, and the
 #                      unit tests without default features (part of lint-lease)
+#   make test-lease-failover   issue 22's failovers under live holders: a PostgreSQL primary +
+#                      streaming replica (scripts/postgres-ha.sh; async and sync) and a Redis
+#                      primary + replica (scripts/redis-ha.sh), a three-server ZooKeeper ensemble
+#                      (scripts/zookeeper-ensemble.sh), every id checked
 #   make test-lease-tls-skew   issue 15's TLS to PostgreSQL (lease/tests/postgres_tls.rs starts
 #                      its own TLS cluster) and the start-up clock check against PostgreSQL and
 #                      ZooKeeper (lease/tests/clock_skew.rs), both servers stopped afterwards
 
 LEASE_PG := $(ROOT)/scripts/postgres.sh
 
-.PHONY: demo-lease test-lease lint-lease lint-lease-features bench-lease test-lease-tls-skew
+.PHONY: demo-lease test-lease lint-lease lint-lease-features bench-lease test-lease-tls-skew \
+  test-lease-failover
 
 demo-lease: setup-rust
 	$(CARGO) run -q -p clockflake-lease --example demo
@@ -52,6 +57,16 @@ test-lease-tls-skew: setup-rust
 	export CLOCKFLAKE_ZK_URL=$$($(ROOT)/scripts/zookeeper.sh start); \
 	$(CARGO) test -p clockflake-lease --test postgres_tls --test clock_skew
 
+test-lease-failover: setup-rust
+	$(CARGO) build -q -p clockflake-lease --tests
+	export CLOCKFLAKE_PG_HA_DIR=$$(mktemp -d /tmp/clockflake-pg-ha.XXXXXX) CLOCKFLAKE_PG_HA_REQUIRED=1 \
+	  CLOCKFLAKE_REDIS_HA_DIR=$$(mktemp -d /tmp/clockflake-redis-ha.XXXXXX) CLOCKFLAKE_REDIS_HA_REQUIRED=1 \
+	  CLOCKFLAKE_ZK_ENSEMBLE_DIR=$$(mktemp -d /tmp/clockflake-zk-ensemble.XXXXXX) CLOCKFLAKE_ZK_ENSEMBLE_REQUIRED=1; \
+	trap '$(ROOT)/scripts/postgres-ha.sh stop; $(ROOT)/scripts/redis-ha.sh stop; \
+	  $(ROOT)/scripts/zookeeper-ensemble.sh stop' EXIT; \
+	$(CARGO) test -p clockflake-lease --test postgres_failover --test redis_failover \
+	  --test zookeeper_ensemble -- --test-threads 1
+
 # Every coordinator in one run: throwaway PostgreSQL, ZooKeeper and Redis on loopback (always
 # stopped afterwards); file://, k8s:// and env:// in a temp dir.
 bench-lease: setup-rust
@@ -67,5 +82,5 @@ bench-lease: setup-rust
 	$(CARGO) bench -q -p clockflake-lease --bench lease
 
 DEMO_TARGETS += demo-lease
-TEST_TARGETS += test-lease test-lease-tls-skew
+TEST_TARGETS += test-lease test-lease-tls-skew test-lease-failover
 BENCH_TARGETS += bench-lease

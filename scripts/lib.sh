@@ -28,16 +28,24 @@ pid_running() {
   [ -f "$DIR/pid" ] && alive "$(cat "$DIR/pid")"
 }
 
+# kill_pid_file FILE: kills the process whose pid FILE holds at once (SIGKILL, also when
+# frozen), waits until it is gone, and removes FILE.
+kill_pid_file() {
+  local file=$1 pid
+  if [ -f "$file" ]; then
+    pid=$(cat "$file")
+    if alive "$pid"; then
+      kill -CONT "$pid" 2>/dev/null || true
+      kill -9 "$pid" 2>/dev/null || true
+      while alive "$pid"; do sleep 0.02; done
+    fi
+  fi
+  rm -f "$file"
+}
+
 # Kills the server at once (SIGKILL, also when frozen) and waits until it is gone.
 server_kill() {
-  if pid_running; then
-    local pid
-    pid=$(cat "$DIR/pid")
-    kill -CONT "$pid" 2>/dev/null || true
-    kill -9 "$pid" 2>/dev/null || true
-    while alive "$pid"; do sleep 0.02; done
-  fi
-  rm -f "$DIR/pid"
+  kill_pid_file "$DIR/pid"
 }
 
 # The commands redis.sh and zookeeper.sh share (see their headers): halt, freeze, thaw, stop.

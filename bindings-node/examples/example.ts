@@ -1,6 +1,6 @@
 // Type-checked by `tsc --noEmit -p examples/tsconfig.json` (make test-node): the shipped
 // index.d.ts must accept this program and refuse the lines marked @ts-expect-error.
-import { Generator, PublicIds, decode, encode, idRange, layouts, describeLayout } from 'clockflake';
+import { Generator, PublicIds, decode, encode, idRange, layouts, describeLayout, guessLayout, isPlausible, jsonReplacer, stringify, suggestLayout } from 'clockflake';
 import type { ClockflakeError, GeneratorState, LayoutInfo, OpenOptions, Parts } from 'clockflake';
 
 const gen = new Generator({ workerId: 7, onRollback: 'clock-sequence', maxWaitMs: 5 });
@@ -77,3 +77,17 @@ new Generator({ workerId: 1, workerID: 2 });
 Generator.resume(state, { workerId: 3 });
 
 console.log(leased, pub, back, fromPub, version, id, when, ms, batch, at, fromText, resumed, low, high, again, maxId, testGen);
+
+// Issue 24: layout advice, JSON helpers, the layout as an option.
+const suggested: LayoutInfo = suggestLayout(300, 10_000, 30);
+const plausible: boolean = isPlausible(id, { layout: suggested, nowMs: Date.now(), marginMs: 1000 }) && isPlausible(id, 'twitter');
+const guessed = guessLayout(id, { nowMs: Date.now() });
+const guessedName: string | undefined = guessed?.name;
+const guessedMs: number | undefined = guessed?.parts.timestampMs;
+const asOption: Parts = decode(id, { layout: 'twitter' });
+const body: string = JSON.stringify({ id }, jsonReplacer) + stringify({ id }, 2);
+// @ts-expect-error: a number is no id
+isPlausible(1);
+// @ts-expect-error: guessLayout takes no layout
+guessLayout(id, { layout: 'twitter' });
+void [suggested, plausible, guessedName, guessedMs, asOption, body];

@@ -48,6 +48,23 @@ function nativeAddon() {
 
 let CORE_CODES = new Set();
 
+/** How many times `restored()` was called: a generator made before refuses. */
+let restores = 0;
+
+/**
+ * Tells clockflake that this process was restored from a snapshot (a VM or container snapshot,
+ * serverless snapshot-restore): copies made from outside, which nothing inside the process can
+ * see. Every generator made before refuses from now on with `WORKER_ID_INVALIDATED` (its
+ * worker id may be another copy's too); make new ones, with their own worker ids (leased ones
+ * with `Generator.open`). Call it first thing after a restore, before any id.
+ */
+export function restored() {
+  restores += 1;
+  // Leased generators' native side refuses too (and so would a generator of another copy of
+  // this module in the process).
+  if (native !== null) native.restored();
+}
+
 /** Gives an error thrown by the native module its brand and `retryAtMs`. */
 function fromNative(error) {
   return adopt(error, error !== null && typeof error === 'object' && CORE_CODES.has(error.code) ? native.lastRetryAtMs() : null);
@@ -184,8 +201,21 @@ export const layouts = Object.freeze(Object.fromEntries([...PRESETS].map(([name,
 // ---------------------------------------------------------------------------------------------
 // Ids
 
+/**
+ * The layout argument as given, or the `layout` of an options object (`decode(id, { layout })`,
+ * the way Python takes `layout=`). A layout object has `fields`; an options object has not.
+ */
+function layoutOption(layout) {
+  if (layout !== null && typeof layout === 'object' && !Array.isArray(layout) && Object.hasOwn(layout, 'layout') && !Object.hasOwn(layout, 'fields')) {
+    onlyKnownKeys(layout, ['layout'], 'options');
+    return layout.layout;
+  }
+  return layout;
+}
+
 /** Splits an id (bigint, or decimal string) into `{ timestampMs, date, clockSeq, workerId, sequence }`. */
-export function decode(id, layout) {
+export function decode(id, layoutOrOptions) {
+  const layout = layoutOption(layoutOrOptions);
   const record = layout === undefined ? DEFAULT : layoutRecord(layout);
   if (typeof id === 'bigint') {
     if (id >= 0n && id <= record.maxId) return record.decode(id);
@@ -198,8 +228,8 @@ export function decode(id, layout) {
 }
 
 /** Joins `{ timestampMs, clockSeq?, workerId, sequence? }` into an id. */
-export function encode(parts, layout) {
-  const record = layoutRecord(layout);
+export function encode(parts, layoutOrOptions) {
+  const record = layoutRecord(layoutOption(layoutOrOptions));
   plainObject(parts, 'parts');
   onlyKnownKeys(parts, ['timestampMs', 'clockSeq', 'workerId', 'sequence'], 'parts');
   const timestampMs = integer(parts.timestampMs, 'timestampMs', 'TIMESTAMP_OUT_OF_RANGE');
@@ -210,11 +240,107 @@ export function encode(parts, layout) {
 }
 
 /** The smallest and largest id a time window (Unix ms, inclusive) can hold: `[low, high]`. */
-export function idRange(fromMs, toMs, layout) {
-  const record = layoutRecord(layout);
+export function idRange(fromMs, toMs, layoutOrOptions) {
+  const record = layoutRecord(layoutOption(layoutOrOptions));
   const from = integer(fromMs, 'fromMs', 'TIMESTAMP_OUT_OF_RANGE');
   const to = integer(toMs, 'toMs', 'TIMESTAMP_OUT_OF_RANGE');
   return engine.idRange(record.handle, from, to);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Choosing a layout, and checking one (core's suggest.rs)
+
+/** How far past now a plausible id's time may be by default: a day of clock differences. */
+const DEFAULT_MARGIN_MS = 86_400_000;
+
+/** A layout sized for `workers` processes, `peakIdsPerSec` each and `lifetimeYears` (core's `Layout::suggest`). */
+export function suggestLayout(workers, peakIdsPerSec, lifetimeYears) {
+  const handle = engine.suggestLayout(
+    integer(workers, 'workers', 'INVALID_ARG_VALUE'),
+    integer(peakIdsPerSec, 'peakIdsPerSec', 'INVALID_ARG_VALUE'),
+    integer(lifetimeYears, 'lifetimeYears', 'INVALID_ARG_VALUE'),
+  );
+  const info = engine.layoutInfo(handle, PRESET_NAMES);
+  if (info.name !== null) return PRESETS.get(info.name).info;
+  return describeLayout({ fields: info.fields, unitMs: info.unitMs, epochMs: info.epochMs });
+}
+
+/**
+ * The id as `decode` reads it under a record, or null when it is no id of that layout (too
+ * wide). Refuses what is no id at all (a number, junk text, a negative) with decode's errors.
+ */
+function decodedOrNull(id, record) {
+  let value = id;
+  if (typeof id === 'string') {
+    decode(id); // core's text rules and INVALID_ID (the default layout takes every id below 2^63)
+    value = BigInt(id);
+  }
+  if (typeof value === 'bigint' && value > record.maxId && value < 1n << 64n) return null;
+  return decode(value, record.info);
+}
+
+function checkOptions(options, allowed) {
+  if (options === undefined) return {};
+  plainObject(options, 'options');
+  onlyKnownKeys(options, allowed, 'options');
+  return options;
+}
+
+/** now + margin, the latest plausible time (core's `Layout::is_plausible` rule, in JavaScript as decode is). */
+function latestPlausibleMs(options) {
+  const nowMs = options.nowMs === undefined ? Date.now() : integer(options.nowMs, 'nowMs', 'INVALID_ARG_VALUE');
+  const marginMs = options.marginMs === undefined ? DEFAULT_MARGIN_MS : integer(options.marginMs, 'marginMs', 'INVALID_ARG_VALUE');
+  return nowMs + marginMs;
+}
+
+/**
+ * Whether `id` could have been issued under a layout by now: it decodes and its time is not after
+ * now + `marginMs` (default a day). `isPlausible(id)`, `isPlausible(id, 'twitter')` or
+ * `isPlausible(id, { layout, nowMs, marginMs })`. Core's `Layout::is_plausible`, computed here on
+ * the decoded time (decoding is plain JavaScript).
+ */
+export function isPlausible(id, layoutOrOptions) {
+  const options =
+    typeof layoutOrOptions === 'string' || (layoutOrOptions !== null && typeof layoutOrOptions === 'object' && Object.hasOwn(layoutOrOptions, 'fields'))
+      ? { layout: layoutOrOptions }
+      : checkOptions(layoutOrOptions, ['layout', 'nowMs', 'marginMs']);
+  const record = options.layout === undefined ? DEFAULT : layoutRecord(options.layout);
+  const latest = latestPlausibleMs(options);
+  const parts = decodedOrNull(id, record);
+  return parts !== null && parts.timestampMs <= latest;
+}
+
+/**
+ * The preset under which `id` has a plausible time (the latest such time when several do), as
+ * `{ name, parts }`, or `null` (core's `Layout::guess_preset`).
+ */
+export function guessLayout(id, options) {
+  const latest = latestPlausibleMs(checkOptions(options, ['nowMs', 'marginMs']));
+  let best = null;
+  for (const name of PRESET_NAMES) {
+    const parts = decodedOrNull(id, PRESETS.get(name));
+    if (parts !== null && parts.timestampMs <= latest && (best === null || parts.timestampMs > best.parts.timestampMs)) {
+      best = { name, parts };
+    }
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+/**
+ * A `JSON.stringify` replacer that writes bigints (ids) as decimal strings: JSON numbers above
+ * 2^53 are rounded by `JSON.parse`, and `JSON.stringify` throws on a bigint. For Express:
+ * `app.set('json replacer', jsonReplacer)`.
+ */
+export function jsonReplacer(_key, value) {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
+
+/** `JSON.stringify` with {@link jsonReplacer}: bigints become decimal strings. */
+export function stringify(value, space) {
+  return JSON.stringify(value, jsonReplacer, space);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,6 +457,8 @@ export class Generator {
   #tick = Infinity;
   /** A leased generator: whether a timer to drop an idle block is pending. */
   #dropArmed = false;
+  /** `restores` when the generator was made (see `restored`). */
+  #restores = restores;
 
   /**
    * @param {object} options `{ workerId, layout?, onRollback?, maxWaitMs?, maxDriftMs?, clock? }`
@@ -539,6 +667,7 @@ export class Generator {
    * and the next one starts within a second; otherwise throws SEQUENCE_EXHAUSTED with `retryAtMs`.
    */
   nextId() {
+    if (this.#restores !== restores) this.#refuseRestored();
     const handle = this.#handle;
     if (handle !== null) {
       const now = this.#clock === null ? Date.now() : this.#readClock();
@@ -558,6 +687,7 @@ export class Generator {
   /** The next id at an explicit time (Unix ms). Never blocks: a refusal throws, with `retryAtMs`. */
   nextIdAt(nowMs) {
     const now = integer(nowMs, 'nowMs', 'INVALID_ARG_VALUE');
+    if (this.#restores !== restores) this.#refuseRestored();
     if (this.#lease !== null) {
       // From the block when `now` is its tick, and only while it may be served at all.
       if (this.#pos < this.#count && now >= this.#tick && now < this.#tick + this.#record.unitMs) {
@@ -580,6 +710,7 @@ export class Generator {
   nextIds(count) {
     const n = integer(count, 'count', 'INVALID_ARG_VALUE');
     if (n > MAX_BATCH) throw coded(RangeError, 'INVALID_ARG_VALUE', `count out of range: expected at most ${MAX_BATCH}, found ${n}`);
+    if (this.#restores !== restores) this.#refuseRestored();
     const out = new BigUint64Array(n);
     let filled = 0;
     const handle = this.#handle;
@@ -625,6 +756,15 @@ export class Generator {
    * layout with long ticks throws SEQUENCE_EXHAUSTED with `retryAtMs` at once), a clock step
    * back only within `maxWaitMs`.
    */
+  /** Made before `restored()`: no id of a served block goes out, and every call refuses. */
+  #refuseRestored() {
+    this.#pos = 0;
+    this.#count = 0;
+    this.#low = Infinity;
+    this.#end = -Infinity;
+    throw engine.coreError('WORKER_ID_INVALIDATED');
+  }
+
   #retry(now, attempt) {
     for (;;) {
       const at = engine.blockingRetryAt(now);

@@ -3,7 +3,7 @@
 // messages (core's, rebuilt by messages.js); the preset layouts come from the core at build
 // time. A custom layout is given as a `describeLayout()` result of the full package.
 import { UNKNOWN_LAYOUT_MESSAGE, invalidIdMessage } from '../../bindings-wasm/js/messages.js';
-import { ClockflakeError, typeError } from './errors.js';
+import { ClockflakeError, coded, typeError } from './errors.js';
 import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';
 
 export { ClockflakeError };
@@ -58,7 +58,14 @@ function parseId(text) {
 }
 
 /** Splits an id (bigint, or decimal string) into `{ timestampMs, date, clockSeq, workerId, sequence }`. */
-export function decode(id, layout = 'clockseq') {
+export function decode(id, layoutOrOptions) {
+  let layout = layoutOrOptions === undefined ? 'clockseq' : layoutOrOptions;
+  // `decode(id, { layout })`, as the full package takes it: a layout object has `fields`.
+  if (layout !== null && typeof layout === 'object' && !Array.isArray(layout) && Object.hasOwn(layout, 'layout') && !Array.isArray(layout.fields)) {
+    const extra = Object.keys(layout).find((key) => key !== 'layout');
+    if (extra !== undefined) throw coded(TypeError, 'UNKNOWN_OPTION', `unknown option: options has no option ${JSON.stringify(extra)}: expected one of layout`);
+    layout = layout.layout === undefined ? 'clockseq' : layout.layout;
+  }
   let info;
   if (typeof layout === 'string') {
     info = layouts[layout];

@@ -26,6 +26,7 @@ import {
   layout_by_name as wasm_layout_by_name,
   layout_custom as wasm_layout_custom,
   layout_info as wasm_layout_info,
+  layout_suggest as wasm_layout_suggest,
   preset_count as wasm_preset_count,
   preset_name as wasm_preset_name,
   pub_call as wasm_pub_call,
@@ -66,6 +67,11 @@ function fresh() {
   if (u32.length === 0) views();
 }
 
+/** Core's error of `code` for a refusal without numbers (`WORKER_ID_INVALIDATED`). */
+export function coreError(code) {
+  return new ClockflakeError(code, formatMessage(code, 0, [0n, 0n, 0n, 0n]));
+}
+
 /** The refusal the last call left behind, as a ClockflakeError with core's code and message. */
 export function takeError() {
   const code = wasm_error_take();
@@ -101,6 +107,13 @@ export function customLayout(names, bits, unitMs, epochMs) {
     u32[2 * i + 1] = bits[i];
   }
   const handle = wasm_layout_custom(names.length, unitMs, epochMs);
+  if (handle < 0) throw takeError();
+  return handle;
+}
+
+/** Core's `Layout::suggest`: the suggested layout's handle (the wrapper passes safe integers). */
+export function suggestLayout(workers, peakIdsPerSec, lifetimeYears) {
+  const handle = wasm_layout_suggest(workers, peakIdsPerSec, lifetimeYears);
   if (handle < 0) throw takeError();
   return handle;
 }

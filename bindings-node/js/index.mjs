@@ -2,5 +2,20 @@
 // state, whichever way it is loaded).
 import clockflake from './index.cjs';
 
-export const { ClockflakeError, Generator, PublicIds, decode, describeLayout, encode, idRange, layouts } = clockflake;
+export const {
+  ClockflakeError,
+  Generator,
+  PublicIds,
+  decode,
+  describeLayout,
+  encode,
+  guessLayout,
+  idRange,
+  isPlausible,
+  jsonReplacer,
+  layouts,
+  restored,
+  stringify,
+  suggestLayout,
+} = clockflake;
 export default clockflake;

@@ -4,7 +4,22 @@
 import { createRequire } from 'node:module';
 import { ClockflakeError, setNativeLoader } from './api.js';
 
-export { ClockflakeError, Generator, PublicIds, decode, describeLayout, encode, idRange, layouts } from './api.js';
+export {
+  ClockflakeError,
+  Generator,
+  PublicIds,
+  decode,
+  describeLayout,
+  encode,
+  guessLayout,
+  idRange,
+  isPlausible,
+  jsonReplacer,
+  layouts,
+  restored,
+  stringify,
+  suggestLayout,
+} from './api.js';
 
 /** The npm package of the native addon for this platform, named as napi-rs names it. */
 function platformPackage() {
@@ -36,7 +51,8 @@ setNativeLoader(() => {
       'NATIVE_UNAVAILABLE',
       `native addon unavailable: Generator.open (leased worker ids) needs the package ${name} for ${process.platform} ${process.arch}, ` +
         `which is not installed or does not load (${String(cause?.message ?? cause).split('\n')[0]}); ` +
-        'npm installs it with clockflake where the platform is supported (unless optional dependencies are omitted). ' +
+        `install ${name} beside clockflake (from the registry it is an optional dependency of clockflake, skipped when optional ` +
+        'dependencies are omitted; an installed tarball of clockflake brings no addon: install the addon\'s tarball too). ' +
         'Everything else works without it: new Generator({ workerId }), decode, encode, idRange, layouts, PublicIds',
     );
     unavailable.cause = error;

@@ -78,6 +78,13 @@ fn number(value: u64) -> f64 {
 // ---------------------------------------------------------------------------------------------
 // Layouts
 
+/// After a snapshot restore (JavaScript's `restored()`): every leased generator made before
+/// refuses with `WORKER_ID_INVALIDATED`, as in a copy of the process.
+#[napi(catch_unwind)]
+pub fn restored() {
+    clockflake_lease::fork::restored();
+}
+
 /// A preset layout by name (`UNKNOWN_LAYOUT` otherwise).
 #[napi(catch_unwind)]
 pub fn preset_layout(name: String) -> Result<External<Layout>> {

@@ -5,8 +5,10 @@ Usage: python smoke_check.py EXPECTED_VERSION
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import clockflake
 from clockflake import Generator, decode
@@ -34,6 +36,11 @@ def main(expected_version: str) -> None:
         assert decode(leased.next_id()).worker_id == leased.worker_id == 0
     codec = clockflake.PublicIds(1, bytes(16))
     assert codec.decode_text(codec.encode_text(id)) == id
+    # The console script the wheel installs (project.scripts), beside this interpreter.
+    command = Path(sys.executable).parent / "clockflake"
+    out = subprocess.run([command, "suggest", "300", "10000", "30"], capture_output=True, text=True)
+    assert out.returncode == 0 and "512 workers" in out.stdout, out
+    assert clockflake.suggest_layout(300, 10_000, 30)["max_worker_id"] == 511
     version = ".".join(map(str, sys.version_info[:3]))
     print(f"smoke: Python {version}, clockflake {clockflake.__version__}: {id} -> {parts}")
 

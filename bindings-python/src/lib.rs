@@ -11,6 +11,7 @@ mod generator;
 mod leased;
 mod parts;
 mod public;
+mod suggest;
 
 /// Names of the preset layouts, the default first.
 fn preset_names() -> Vec<&'static str> {
@@ -43,6 +44,25 @@ fn _raise_error_example(code: &str) -> PyResult<()> {
     }
 }
 
+/// Tells clockflake that this process was restored from a snapshot (CRIU, a VM snapshot,
+/// serverless snapshot-restore): copies made from outside the process, which nothing inside
+/// it can see. Every generator made before refuses from now on (`WorkerIdInvalidatedError`),
+/// as in a forked child; a leased one leases a worker id of its own at its next call. Call
+/// it first thing after a restore, before any id. Forks (any kind) need no call.
+///
+/// >>> import clockflake
+/// >>> gen = clockflake.Generator(worker_id=3)
+/// >>> clockflake.restored()
+/// >>> try:
+/// ...     gen.next_id()
+/// ... except clockflake.WorkerIdInvalidatedError as error:
+/// ...     print(error.code)
+/// WORKER_ID_INVALIDATED
+#[pyfunction]
+fn restored() {
+    clockflake_lease::fork::restored();
+}
+
 /// Snowflake-style 64-bit ids that never repeat, even when the wall clock steps back.
 ///
 /// `gil_used = false`: the module keeps no Python state behind the GIL's back (the generator is
@@ -56,9 +76,14 @@ fn _clockflake(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parts::encode, m)?)?;
     m.add_function(wrap_pyfunction!(parts::id_range, m)?)?;
     m.add_function(wrap_pyfunction!(parts::describe_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(restored, m)?)?;
+    m.add_function(wrap_pyfunction!(suggest::suggest_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(suggest::is_plausible, m)?)?;
+    m.add_function(wrap_pyfunction!(suggest::guess_layout, m)?)?;
     m.add_function(wrap_pyfunction!(_error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(_raise_error_example, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_lease_error_codes, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PRESET_NAMES", preset_names())?;
     m.add("ERROR_CODES", clockflake::Error::CODES.to_vec())?;
     m.add(

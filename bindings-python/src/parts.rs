@@ -121,6 +121,12 @@ impl PyParts {
         Ok(dict)
     }
 
+    /// The four fields as a dict, under the name namedtuples use (simplejson's
+    /// `namedtuple_as_object`, and code written for namedtuples, call it).
+    fn _asdict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.as_dict(py)
+    }
+
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         PyTuple::new(py, self.fields())?
             .as_any()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import doctest
 
 import clockflake
+import clockflake.django
+import clockflake.pydantic
 import pytest
 
 DOCUMENTED = [
@@ -13,6 +15,12 @@ DOCUMENTED = [
     clockflake.Parts,
     clockflake.decode,
     clockflake.PublicIds,
+    clockflake.restored,
+    clockflake.suggest_layout,
+    clockflake.is_plausible,
+    clockflake.guess_layout,
+    clockflake.django,
+    clockflake.pydantic,
 ]
 
 

@@ -1,6 +1,7 @@
 """Forks made from C, which skip `os.register_at_fork` (uWSGI prefork without
-py-call-osafterfork, C extensions, ctypes): the native module notices them by itself
-(a `pthread_atfork` child handler in the lease crate), so a static generator refuses in the
+py-call-osafterfork, C extensions, ctypes), and copies made by the raw `clone` system call,
+which skip `pthread_atfork` too: the native module notices them by itself (a wipe-on-fork page
+and a `pthread_atfork` child handler in the lease crate), so a static generator refuses in the
 child and a leased one leases the child's own worker id.
 
 The child is made with `ctypes.PyDLL(None).fork()`: libc's `fork()` called directly, so none of
@@ -15,6 +16,8 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import platform
+import signal
 from array import array
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +45,24 @@ def c_fork() -> int:
     return pid
 
 
+def raw_clone() -> int:
+    """The clone system call with SIGCHLD only: a copy of the process that runs no at-fork
+    handler at all, Python's or libc's (only the kernel's wipe-on-fork page tells it)."""
+    number = {"x86_64": 56, "aarch64": 220}[platform.machine()]
+    libc = ctypes.PyDLL(None)
+    libc.syscall.restype = ctypes.c_long
+    zero = ctypes.c_long(0)
+    pid: int = libc.syscall(
+        ctypes.c_long(number), ctypes.c_long(signal.SIGCHLD), zero, zero, zero, zero
+    )
+    if pid < 0:
+        raise OSError(ctypes.get_errno(), "clone() failed")
+    return pid
+
+
+COPIES = pytest.mark.parametrize("copy", [c_fork, raw_clone], ids=["fork-from-c", "raw-clone"])
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -49,13 +70,15 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def run_child(
-    work: Callable[[], tuple[dict[str, Any], array[int]]], parent_next: Callable[[], int]
+    work: Callable[[], tuple[dict[str, Any], array[int]]],
+    parent_next: Callable[[], int],
+    copy: Callable[[], int],
 ) -> tuple[dict[str, Any], array[int], list[int]]:
-    """Forks from C. The child runs `work` (a report and the ids it issued) and sends both
+    """Copies the process with `copy`. The child runs `work` (a report and the ids it issued) and sends both
     through a pipe; the parent issues PARENT_IDS ids with `parent_next` meanwhile, then reads.
     Returns (child's report, child's ids, parent's ids)."""
     read_end, write_end = os.pipe()
-    pid = c_fork()
+    pid = copy()
     if pid == 0:  # the child: never return into pytest
         status = 1
         try:
@@ -96,7 +119,8 @@ def issue(next_id: Callable[[], int], report: dict[str, Any], key: str) -> array
     return ids
 
 
-def test_a_static_generator_refuses_in_a_child_forked_from_c() -> None:
+@COPIES
+def test_a_static_generator_refuses_in_a_child_forked_from_c(copy: Callable[[], int]) -> None:
     gen = Generator(worker_id=1)
     before = gen.next_ids(1000)
 
@@ -114,7 +138,7 @@ def test_a_static_generator_refuses_in_a_child_forked_from_c() -> None:
         report["fresh"] = decode(Generator(worker_id=2).next_id()).worker_id
         return report, ids
 
-    report, child_ids, parent_ids = run_child(child, gen.next_id)
+    report, child_ids, parent_ids = run_child(child, gen.next_id, copy)
     every = before + parent_ids + list(child_ids)
     duplicates = len(every) - len(set(every))
     assert (len(child_ids), duplicates) == (0, 0), (
@@ -124,8 +148,9 @@ def test_a_static_generator_refuses_in_a_child_forked_from_c() -> None:
     assert gen.next_id() > parent_ids[-1]  # the parent goes on
 
 
+@COPIES
 def test_a_leased_generator_leases_the_childs_own_worker_id_after_a_fork_from_c(
-    tmp_path: Path,
+    tmp_path: Path, copy: Callable[[], int]
 ) -> None:
     gen = Generator.open(f"file://{tmp_path}?app=x")
     assert gen.worker_id == 0
@@ -140,7 +165,7 @@ def test_a_leased_generator_leases_the_childs_own_worker_id_after_a_fork_from_c(
         report["workers"] = sorted({decode(id).worker_id for id in ids})
         return report, ids
 
-    report, child_ids, parent_ids = run_child(child, gen.next_id)
+    report, child_ids, parent_ids = run_child(child, gen.next_id, copy)
     every = before + parent_ids + list(child_ids)
     duplicates = len(every) - len(set(every))
     assert duplicates == 0, f"{duplicates} duplicates; the child's report: {report}"
@@ -151,3 +176,21 @@ def test_a_leased_generator_leases_the_childs_own_worker_id_after_a_fork_from_c(
     assert gen.worker_id == 0 and {decode(id).worker_id for id in parent_ids} == {0}
     assert gen.next_id() > parent_ids[-1]
     gen.close()
+
+
+def test_restored_invalidates_the_generators_made_before_it(tmp_path: Path) -> None:
+    """After a snapshot restore (which no page or handler sees) `clockflake.restored()`: a
+    static generator made before refuses, a leased one leases a worker id of its own."""
+    import clockflake
+
+    gen = Generator(worker_id=1)
+    leased = Generator.open(f"file://{tmp_path}?app=restored")
+    gen.next_id()
+    before = leased.next_id()
+    clockflake.restored()
+    with pytest.raises(WorkerIdInvalidatedError):
+        gen.next_id()
+    after = leased.next_id()
+    assert decode(after).worker_id != decode(before).worker_id
+    assert Generator(worker_id=1).next_id() > 0  # a generator made after belongs here
+    leased.close()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
+import clockflake.django
 from clockflake import (
     ClockflakeError,
     Generator,
@@ -13,9 +15,14 @@ from clockflake import (
     PublicIds,
     decode,
     encode,
+    guess_layout,
     id_range,
+    is_plausible,
     layouts,
+    suggest_layout,
 )
+from clockflake.pydantic import Id, JsonParts
+from pydantic import BaseModel
 
 gen: Generator = Generator(
     worker_id=7,
@@ -59,3 +66,20 @@ public: int = codec.encode(one)
 text: str = codec.encode_text(one)
 back: int = codec.decode_text(text) + codec.decode(public)
 version: int = codec.current_version
+
+suggested: LayoutInfo = suggest_layout(300, 10_000, 30)
+plausible: bool = is_plausible(one, suggested, now_ms=1_795_000_000_000, margin_ms=1000)
+guess = guess_layout(one)
+if guess is not None:
+    guessed_name: str = guess[0]
+    guessed_ms: int = guess[1].timestamp_ms
+as_dict: dict[str, int] = decode(one)._asdict()
+
+
+class _Order(BaseModel):
+    id: Id
+    parts: JsonParts
+
+
+order_json: str = _Order(id=one, parts=decode(one)).model_dump_json()
+default_id: Callable[[], int] = clockflake.django.next_id

@@ -105,7 +105,8 @@ export function formatMessage(code, kind, f) {
       return "worker id invalidated: this generator's worker id belongs to another process (after a fork); give it a new worker id";
     case 'GENERATOR_CLOSED': return 'generator closed: close() was called; make a new generator';
     case 'LEASE_LOST': return 'lease lost: the worker-id lease expired without renewal; another holder may have the worker id now';
-    case 'WORKER_POOL_EXHAUSTED': return `worker pool exhausted: all ${a} worker ids of the layout are leased`;
+    case 'WORKER_POOL_EXHAUSTED':
+      return `worker pool exhausted: all ${a} worker ids of the layout are leased; a larger fleet needs a layout with more worker bits: see suggest_layout and docs/concepts/layouts.md#when-128-workers-are-not-enough`;
     case 'INVALID_PUBLIC_ID': return `invalid public id: ${publicIdProblem(kind, f)}`;
     case 'UNKNOWN_KEY_VERSION':
       return `unknown key version: the public id was made with key version ${a}, which this codec does not hold`;

@@ -245,10 +245,14 @@ pub fn layout_custom(count: u32, unit_ms: f64, epoch_ms: f64) -> i32 {
             Err(error) => return fail(error),
         }
     }
-    let layout = match Layout::new(&fields[..count], unit_ms as u64, epoch_ms as u64) {
-        Ok(layout) => layout,
-        Err(error) => return fail(error),
-    };
+    match Layout::new(&fields[..count], unit_ms as u64, epoch_ms as u64) {
+        Ok(layout) => register_layout(layout),
+        Err(error) => fail(error),
+    }
+}
+
+/// The handle of a valid layout: a preset's index, or the custom layout registered once.
+fn register_layout(layout: Layout) -> i32 {
     if let Some(i) = Layout::PRESETS.iter().position(|(_, p)| *p == layout) {
         return i as i32;
     }
@@ -265,6 +269,20 @@ pub fn layout_custom(count: u32, unit_ms: f64, epoch_ms: f64) -> i32 {
         };
         (PRESET_COUNT + index) as i32
     })
+}
+
+/// Core's `Layout::suggest` for `workers` processes, `peak_ids_per_sec` each and
+/// `lifetime_years`: the suggested layout's handle, or -1. The wrapper passes safe integers.
+#[wasm_bindgen]
+pub fn layout_suggest(workers: f64, peak_ids_per_sec: f64, lifetime_years: f64) -> i32 {
+    match Layout::suggest(
+        workers as u64,
+        peak_ids_per_sec as u64,
+        lifetime_years as u64,
+    ) {
+        Ok(layout) => register_layout(layout),
+        Err(error) => fail(error),
+    }
 }
 
 /// Describes a layout: returns its number of fields (or -1); scratch32 gets (code, bits) pairs

@@ -92,6 +92,55 @@ function cell(row, col, text, className) {
   return td;
 }
 
+/**
+ * '' when the id's time is plausible for the layout (not after now + a day); else a warning
+ * naming the preset that gives a plausible time (an old Twitter id read as clockseq says 2040).
+ */
+export function plausibilityNote(id, layout, nowMs) {
+  if (clockflake.isPlausible(id, { layout, nowMs })) return '';
+  const guess = clockflake.guessLayout(id, { nowMs });
+  if (guess === null) return 'after now for this layout, and for every preset';
+  return `after now for this layout; as ${guess.name}: ${formatTime(new Date(guess.parts.timestampMs), true)}`;
+}
+
+/** The layout's bits, most significant first, as a bar of fields with their bit positions. */
+function drawBits(info) {
+  const spans = [];
+  const total = info.fields.reduce((sum, f) => sum + f.bits, 0);
+  const sign = document.createElement('span');
+  sign.textContent = '0';
+  sign.title = `bit 63: 0 (ids are positive)${total < 63 ? `; bits 62–${total} unused` : ''}`;
+  sign.style.flex = '1';
+  spans.push(sign);
+  let high = total - 1;
+  for (const field of info.fields) {
+    const span = document.createElement('span');
+    const low = high - field.bits + 1;
+    span.dataset.field = field.name;
+    span.textContent = `${field.name} ${field.bits} (${high}–${low})`;
+    span.style.flex = String(Math.max(field.bits, 6));
+    spans.push(span);
+    high = low - 1;
+  }
+  $('bits').replaceChildren(...spans);
+}
+
+/** The smallest and largest id of the time range in the form, for `WHERE id BETWEEN`. */
+function showRange(layout) {
+  const from = Date.parse($('range-from').value);
+  const to = Date.parse($('range-to').value);
+  if (Number.isNaN(from) || Number.isNaN(to)) {
+    $('range').textContent = 'dates as 2026-01-01 or 2026-01-01T12:00:00Z';
+    return;
+  }
+  try {
+    const [low, high] = clockflake.idRange(from, to, layout);
+    $('range').textContent = `${low} … ${high}`;
+  } catch (error) {
+    $('range').textContent = `${error.code ?? 'ERROR'}: ${error.message}`;
+  }
+}
+
 function render() {
   const tbody = $('rows');
   const lines = $('ids').value.split('\n').map((line) => line.trim()).filter((line) => line !== '');
@@ -101,9 +150,13 @@ function render() {
     layout = chosenLayout();
     const info = clockflake.describeLayout(layout);
     $('layout-note').textContent = `${info.fields.map((f) => `${f.name} ${f.bits}`).join(' · ')} · unit ${info.unitMs} ms · epoch ${new Date(info.epochMs).toISOString()}`;
+    drawBits(info);
+    showRange(layout);
   } catch (error) {
     $('layout-error').textContent = `${error.code}: ${error.message}`;
     $('layout-note').textContent = '';
+    $('bits').replaceChildren();
+    $('range').textContent = '';
     tbody.replaceChildren();
     $('status').textContent = 'fix the layout to decode';
     return;
@@ -128,11 +181,12 @@ function render() {
       cell(row, 'worker', String(parts.workerId), 'num');
       cell(row, 'sequence', String(parts.sequence), 'num');
       cell(row, 'age', formatAge(now - parts.timestampMs), 'num').dataset.ms = String(parts.timestampMs);
+      cell(row, 'note', plausibilityNote(raw ?? line, layout, now), 'warn');
     } catch (error) {
       invalid++;
       row.className = 'invalid';
       const td = cell(row, 'error', '', 'error');
-      td.colSpan = 7;
+      td.colSpan = 8;
       const code = document.createElement('code');
       code.textContent = error.code ?? 'ERROR';
       td.append(code, error.message);
@@ -175,7 +229,9 @@ $('layout').addEventListener('change', () => {
   $('custom').classList.toggle('hidden', $('layout').value !== 'custom');
   render();
 });
-for (const id of ['ids', 'custom-fields', 'custom-unit', 'custom-epoch', 'public-key', 'public-version']) $(id).addEventListener('input', render);
+for (const id of ['ids', 'custom-fields', 'custom-unit', 'custom-epoch', 'public-key', 'public-version', 'range-from', 'range-to']) {
+  $(id).addEventListener('input', render);
+}
 $('generate').addEventListener('click', generate);
 $('clear').addEventListener('click', () => {
   $('ids').value = '';

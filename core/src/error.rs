@@ -479,7 +479,9 @@ impl fmt::Display for Error {
             ),
             Error::WorkerPoolExhausted { workers } => write!(
                 f,
-                "worker pool exhausted: all {workers} worker ids of the layout are leased"
+                "worker pool exhausted: all {workers} worker ids of the layout are leased; a larger \
+                 fleet needs a layout with more worker bits: see suggest_layout and \
+                 docs/concepts/layouts.md#when-128-workers-are-not-enough"
             ),
             Error::InvalidPublicId(problem) => write!(f, "invalid public id: {problem}"),
             Error::UnknownKeyVersion { version } => write!(

@@ -41,6 +41,7 @@ mod options;
 mod public;
 #[cfg(feature = "std")]
 mod std_clock;
+mod suggest;
 mod wait;
 
 pub use block::IdBlock;

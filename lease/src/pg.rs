@@ -9,12 +9,14 @@
 //! TLS ([`SslMode`], `sslrootcert=`) as libpq means it, with rustls (the `ring` provider).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use clockflake::{Error, Layout, State, MAX_CLOCK_SEQS};
 use postgres::error::SqlState;
-use postgres::{Client, Config, Row};
+use postgres::{CancelToken, Client, Config, Row};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature};
@@ -236,6 +238,66 @@ impl ServerCertVerifier for Verifier {
     }
 }
 
+/// Cancels the statements under way on a connection once the work has run for `patience`,
+/// from a thread of its own (the connection's thread is blocked reading the answer).
+struct Watchdog {
+    /// Set when the statement ended; with the condition variable that wakes the thread.
+    ended: Arc<(Mutex<bool>, Condvar)>,
+    fired: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watchdog {
+    fn arm(token: CancelToken, tls: Option<MakeRustlsConnect>, patience: Duration) -> Watchdog {
+        let ended = Arc::new((Mutex::new(false), Condvar::new()));
+        let fired = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (ended, fired) = (Arc::clone(&ended), Arc::clone(&fired));
+            std::thread::Builder::new()
+                .name("clockflake-pg-watchdog".into())
+                .spawn(move || {
+                    let (lock, wake) = &*ended;
+                    let mut wait = patience;
+                    loop {
+                        let guard = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                        let (guard, _) = wake
+                            .wait_timeout_while(guard, wait, |ended| !*ended)
+                            .unwrap_or_else(|poisoned| poisoned.into_inner());
+                        if *guard {
+                            return;
+                        }
+                        fired.store(true, Ordering::Release);
+                        drop(guard);
+                        // Bounded by the connect timeout (the patience too). Again every
+                        // 100 ms: the work may go on to another statement that waits too.
+                        let _ = match &tls {
+                            Some(tls) => token.cancel_query(tls.clone()),
+                            None => token.cancel_query(postgres::NoTls),
+                        };
+                        wait = Duration::from_millis(100);
+                    }
+                })
+                .ok()
+        };
+        Watchdog {
+            ended,
+            fired,
+            thread,
+        }
+    }
+
+    /// Ends the watch; whether the statement had to be cancelled.
+    fn fired(mut self) -> bool {
+        let (lock, wake) = &*self.ended;
+        *lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = true;
+        wake.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.fired.load(Ordering::Acquire)
+    }
+}
+
 /// The rustls error somewhere in `error`'s chain (tokio-rustls wraps it in an `io::Error`,
 /// whose `source()` skips it).
 fn rustls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
@@ -268,19 +330,54 @@ pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS {table} (
     clock_seq          integer,
     high_water_ms      bigint[],
     updated_at         timestamptz NOT NULL DEFAULT now(),
+    timeline           bigint,
     PRIMARY KEY (app, worker_id)
 )";
 
-/// Set by the first grant of a row (`epoch` 0, before the grant): an empty state record, so
-/// that from then on NULL columns can only mean marks that were lost (a row reset by hand, a
-/// careless migration), which is refused (`INVALID_STATE`) instead of read as "never used".
-/// (In a `SET` list every column reads its value before the update.)
-fn first_grant_marks() -> String {
+/// The server's WAL timeline: 1 on a new cluster, one more at every promotion of a replica.
+/// Every grant and renewal records it in the row; only a primary can say
+/// (`pg_current_wal_lsn` fails on a standby, which refuses writes anyway).
+const TIMELINE: &str =
+    "('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint";
+
+/// A row last written on an earlier timeline than the server's: this server was promoted
+/// since, and its copy of the row may miss writes the old primary acknowledged (an
+/// asynchronous replica promoted while behind). A NULL timeline is a row written before
+/// this column existed: read as current.
+fn stale() -> String {
+    format!("(timeline IS NOT NULL AND timeline < {TIMELINE})")
+}
+
+/// The state part of a grant's SET list (in a `SET` list every column reads its value
+/// before the update).
+///
+/// A stale row (see [`stale`]): every clock sequence's mark is raised to at least the
+/// server's clock plus `$5` ms (the first `$7`, the layout's clock sequences), the longest a lost renewal (or a lost grant to someone else)
+/// could have let its holder go on issuing ids, so that the new holder issues none at or
+/// below any the old one could have. A stale row never granted in this copy (`epoch` 0) may
+/// have been granted on the old primary: it gets this layout's fingerprint (`$6`) and the
+/// raised marks. A row whose marks are NULL though granted before stays so (refused as
+/// `INVALID_STATE`).
+///
+/// Any other row at its first grant (`epoch` 0) gets an empty state record, so that from
+/// then on NULL columns can only mean marks that were lost (a row reset by hand, a careless
+/// migration), which is refused (`INVALID_STATE`) instead of read as "never used".
+fn granted_marks() -> String {
+    let stale = stale();
     format!(
-        "layout_fingerprint = CASE WHEN epoch = 0 THEN 0 ELSE layout_fingerprint END, \
+        "layout_fingerprint = CASE WHEN {stale} AND epoch = 0 THEN $6 \
+             WHEN epoch = 0 THEN 0 ELSE layout_fingerprint END, \
          clock_seq = CASE WHEN epoch = 0 THEN 0 ELSE clock_seq END, \
-         high_water_ms = CASE WHEN epoch = 0 \
-             THEN array_fill(NULL::bigint, ARRAY[{MAX_CLOCK_SEQS}]) ELSE high_water_ms END"
+         high_water_ms = CASE \
+             WHEN {stale} AND (epoch = 0 OR high_water_ms IS NOT NULL) THEN ARRAY( \
+                 SELECT CASE WHEN n <= $7 \
+                     THEN GREATEST(mark, floor(extract(epoch FROM now()) * 1000)::bigint + $5) END \
+                 FROM unnest(coalesce(high_water_ms, \
+                     array_fill(NULL::bigint, ARRAY[{MAX_CLOCK_SEQS}]))) \
+                     WITH ORDINALITY AS marks(mark, n) ORDER BY n) \
+             WHEN epoch = 0 THEN array_fill(NULL::bigint, ARRAY[{MAX_CLOCK_SEQS}]) \
+             ELSE high_water_ms END, \
+         timeline = {TIMELINE}"
     )
 }
 
@@ -298,6 +395,10 @@ pub struct PostgresCoordinator {
     /// `None`: `sslmode=prefer` without `sslrootcert`, built at the first connection.
     tls: Option<PgTls>,
     max_skew: Option<Duration>,
+    /// The TLS settings of the connection, for its cancel requests.
+    cancel_tls: Option<MakeRustlsConnect>,
+    /// Set when the server warns that it cancelled a wait for synchronous replication.
+    sync_rep_notice: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for PostgresCoordinator {
@@ -339,6 +440,8 @@ impl PostgresCoordinator {
             schema_ready: false,
             tls: None,
             max_skew: Some(crate::coordinator::DEFAULT_MAX_SKEW),
+            cancel_tls: None,
+            sync_rep_notice: Arc::default(),
         }
     }
 
@@ -357,13 +460,20 @@ impl PostgresCoordinator {
 
     /// A new connection under the TLS settings. Under `prefer`, a server that offers no TLS
     /// is used in plain text, and so (as libpq does) is one whose TLS handshake fails.
-    fn connect(&self) -> Result<Client, LeaseError> {
+    fn connect(&mut self) -> Result<Client, LeaseError> {
         use postgres::config::SslMode as Wire;
         let tls = match &self.tls {
             Some(tls) => tls.clone(),
             None => PgTls::new(SslMode::Prefer, None).map_err(|error| self.unavailable(error))?,
         };
         let mut config = self.config.clone();
+        let notice = Arc::clone(&self.sync_rep_notice);
+        config.notice_callback(move |message| {
+            if message.message().contains("synchronous replication") {
+                notice.store(true, Ordering::Relaxed);
+            }
+        });
+        self.cancel_tls = Some(tls.connector.clone());
         config.ssl_mode(match tls.mode {
             SslMode::Disable => Wire::Disable,
             SslMode::Prefer => Wire::Prefer,
@@ -428,6 +538,17 @@ impl PostgresCoordinator {
         self.unavailable(reason)
     }
 
+    /// How far past the server's clock a grant raises the marks of a stale row (see
+    /// [`granted_marks`]), ms: the TTL (the longest a lost renewal extended a lease) and
+    /// twice `max_skew` (the old primary's clock against this one's, each within `max_skew`
+    /// of the holders'; 5 s when the check is off).
+    fn fence_ms(&self) -> u64 {
+        let skew = self
+            .max_skew
+            .unwrap_or(crate::coordinator::DEFAULT_MAX_SKEW);
+        u64::try_from((self.ttl + 2 * skew).as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// The owner token this coordinator writes into the rows it holds.
     pub fn owner(&self) -> &str {
         &self.owner
@@ -455,17 +576,40 @@ impl PostgresCoordinator {
         if self.client.as_ref().is_none_or(|client| client.is_closed()) {
             self.client = None;
             let mut client = self.connect()?;
-            let timeout_ms = (self.ttl / 2).max(Duration::from_millis(200)).as_millis();
+            let timeout_ms = self.patience().as_millis();
             client
                 .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
                 .map_err(|error| self.unavailable(error))?;
             self.client = Some(client);
         }
         let table = self.table.clone();
+        let (patience, cancel_tls) = (self.patience(), self.cancel_tls.clone());
         let Some(client) = self.client.as_mut() else {
             return Err(self.unavailable("no connection"));
         };
-        match work(client, &table) {
+        // statement_timeout does not end every wait: a commit waiting for a synchronous
+        // standby ignores it. The client cancels whatever runs past the patience, and a
+        // statement it had to cancel never counts, whatever the server answered: a commit
+        // whose wait for the standby is cancelled reports success, unreplicated.
+        self.sync_rep_notice.store(false, Ordering::Relaxed);
+        let watchdog = Watchdog::arm(client.cancel_token(), cancel_tls, patience);
+        let result = work(client, &table);
+        if watchdog.fired() {
+            self.client = None;
+            let cause = if self.sync_rep_notice.load(Ordering::Relaxed) {
+                "; the commit was waiting for a synchronous standby to confirm it: check \
+                 synchronous_standby_names on the server (a promoted replica keeps it) and that \
+                 a standby it names is connected"
+            } else {
+                "; if it was a commit, a synchronous standby may not be confirming it \
+                 (synchronous_standby_names)"
+            };
+            return Err(self.unavailable(format!(
+                "no answer within {} ms: the statement was cancelled{cause}",
+                patience.as_millis()
+            )));
+        }
+        match result {
             Ok(value) => Ok(value),
             Err(error) => {
                 if client.is_closed() {
@@ -474,6 +618,12 @@ impl PostgresCoordinator {
                 Err(self.unavailable(error))
             }
         }
+    }
+
+    /// How long one request may take: half the TTL (at least 200 ms), so that a renewal that
+    /// fails still leaves time for another before the lease ends.
+    fn patience(&self) -> Duration {
+        (self.ttl / 2).max(Duration::from_millis(200))
     }
 
     fn ensure_schema(&mut self, layout: &Layout) -> Result<(), LeaseError> {
@@ -492,10 +642,14 @@ impl PostgresCoordinator {
                         || error.code() == Some(&SqlState::DUPLICATE_TABLE) => {}
                 Err(error) => return Err(error),
             }
+            // Tables made before the timeline column (rows without one read as current).
+            client.batch_execute(&format!(
+                "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS timeline bigint"
+            ))?;
             client.execute(
                 &format!(
-                    "INSERT INTO {table} (app, worker_id) \
-                     SELECT $1, g FROM generate_series(0, $2::integer) AS g \
+                    "INSERT INTO {table} (app, worker_id, timeline) \
+                     SELECT $1, g, {TIMELINE} FROM generate_series(0, $2::integer) AS g \
                      ON CONFLICT DO NOTHING"
                 ),
                 &[&app, &max],
@@ -573,6 +727,21 @@ impl PostgresCoordinator {
     }
 }
 
+/// `state` as a grant of its stale row will leave it: every mark at least `fence_ms`.
+fn fenced(layout: &Layout, state: Option<State>, fence_ms: u64) -> State {
+    let mut state = state.unwrap_or(State {
+        layout_fingerprint: layout.fingerprint(),
+        worker_id: 0,
+        clock_seq: 0,
+        high_water_ms: [None; MAX_CLOCK_SEQS],
+    });
+    let count = usize::try_from(layout.clock_seqs()).unwrap_or(MAX_CLOCK_SEQS);
+    for mark in state.high_water_ms.iter_mut().take(count) {
+        *mark = Some(mark.map_or(fence_ms, |ms| ms.max(fence_ms)));
+    }
+    state
+}
+
 fn marks_of(state: &State) -> Vec<Option<i64>> {
     state
         .high_water_ms
@@ -598,16 +767,21 @@ impl Coordinator for PostgresCoordinator {
         // How many free rows are read to find one whose record is usable at once.
         const CANDIDATES: usize = 256;
         // The lowest free worker ids and their records, tried in `preference_order`.
+        let stale = stale();
         let listed = self.with_client(|client, table| {
             client.query(
                 &format!(
-                    "SELECT worker_id, epoch, layout_fingerprint, clock_seq, high_water_ms FROM {table} \
+                    "SELECT worker_id, epoch, layout_fingerprint, clock_seq, high_water_ms, \
+                         {stale} AS stale \
+                     FROM {table} \
                      WHERE app = $1 AND worker_id <= $2 AND {FREE} \
                      ORDER BY worker_id LIMIT {CANDIDATES}"
                 ),
                 &[&app, &max],
             )
         })?;
+        // A stale row is usable only once its raised marks pass (see `granted_marks`).
+        let fence_ms = self.fence_ms();
         let order: Vec<i32> = preference_order(
             layout,
             now_ms,
@@ -615,19 +789,28 @@ impl Coordinator for PostgresCoordinator {
                 let worker: i32 = row.get("worker_id");
                 let leased_before = row.get::<_, i64>("epoch") > 0;
                 let state = self.state_of(row, u64::try_from(worker).unwrap_or(0), leased_before);
+                let state = match state {
+                    Ok(state) if row.get::<_, bool>("stale") => {
+                        Ok(Some(fenced(layout, state, now_ms.saturating_add(fence_ms))))
+                    }
+                    other => other,
+                };
                 (worker, state)
             }),
         );
         // One statement: the first candidate nobody else is taking right now (SKIP LOCKED),
         // taken only if it is still free when locked. If every candidate went to others
         // meanwhile, the lowest free row, as one statement too.
+        let fence_ms = i64::try_from(fence_ms).unwrap_or(i64::MAX);
+        let fingerprint = layout.fingerprint() as i64;
+        let clock_seqs = layout.clock_seqs() as i64;
         let rows = self.with_client(|client, table| {
-            let first_grant = first_grant_marks();
+            let marks = granted_marks();
             let grant = |filter: &str, order: &str| {
                 format!(
                     "UPDATE {table} SET owner = $2, epoch = epoch + 1, \
                          expires_at = now() + $3::float8 * interval '1 second', updated_at = now(), \
-                         {first_grant} \
+                         {marks} \
                      WHERE app = $1 AND worker_id = ( \
                          SELECT worker_id FROM {table} WHERE app = $1 AND {filter} AND {FREE} \
                          ORDER BY {order} LIMIT 1 FOR UPDATE SKIP LOCKED) \
@@ -637,14 +820,14 @@ impl Coordinator for PostgresCoordinator {
             };
             let preferred = client.query(
                 &grant("worker_id = ANY($4)", "array_position($4, worker_id)"),
-                &[&app, &owner, &ttl_s, &order],
+                &[&app, &owner, &ttl_s, &order, &fence_ms, &fingerprint, &clock_seqs],
             )?;
             if !preferred.is_empty() {
                 return Ok(preferred);
             }
             client.query(
                 &grant("worker_id <= $4", "worker_id"),
-                &[&app, &owner, &ttl_s, &max],
+                &[&app, &owner, &ttl_s, &max, &fence_ms, &fingerprint, &clock_seqs],
             )
         })?;
         let Some(row) = rows.first() else {
@@ -671,14 +854,17 @@ impl Coordinator for PostgresCoordinator {
         let fingerprint = state.layout_fingerprint as i64;
         let clock_seq = state.clock_seq as i32;
         let marks = marks_of(state);
+        // A lease granted before a promotion is not renewed: the old primary may have
+        // acknowledged writes this server never saw (see `stale`).
+        let stale = stale();
         let updated = self.with_client(|client, table| {
             client.execute(
                 &format!(
                     "UPDATE {table} SET expires_at = now() + $5::float8 * interval '1 second', \
                          layout_fingerprint = $6, clock_seq = $7, high_water_ms = $8, \
-                         updated_at = now() \
+                         updated_at = now(), timeline = {TIMELINE} \
                      WHERE app = $1 AND worker_id = $2 AND owner = $3 AND epoch = $4 \
-                       AND expires_at > now()"
+                       AND expires_at > now() AND NOT {stale}"
                 ),
                 &[
                     &app,

@@ -15,6 +15,14 @@
 //! epoch and the record live in the key that does not expire, so a lease that expired
 //! leaves both behind for the next holder. A hash that was granted before (`epoch` > 0) and
 //! has no `state` lost its marks: refused (`INVALID_STATE`), never read as "never used".
+//!
+//! Replication: Redis replicates asynchronously, and a replica promoted behind its primary
+//! forgets the grants and renewals it had not received. Grants and renewals go to a primary
+//! only (`ROLE`, checked before each). With `min_replicas=N` every grant and renewal is
+//! followed by `WAIT N`: one that fewer than N replicas acknowledged within the patience does
+//! not count (the renewal failed; the grant is refused). A primary that has replicas while
+//! neither `min_replicas` nor the server's `min-replicas-to-write` guards it is refused at
+//! `open` unless the URI says `replication=async` (the risk accepted).
 
 use std::time::Duration;
 
@@ -114,6 +122,20 @@ pub struct RedisCoordinator {
     held: Option<(u64, i64, String)>,
     /// The start-up clock check's bound (`max_skew`; `None`: off).
     max_skew: Option<Duration>,
+    /// How the coordinator guards against a failover to a replica behind the primary.
+    replication: Replication,
+    /// Whether the server's replication setup was checked against `replication` (at the
+    /// first grant).
+    replication_checked: bool,
+}
+
+/// `min_replicas=N` and `replication=async` of a `redis://` URI.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Replication {
+    /// Replicas that must acknowledge (`WAIT`) a grant or renewal for it to count.
+    pub min_replicas: u32,
+    /// `replication=async`: a primary with unguarded replicas is accepted.
+    pub accept_async: bool,
 }
 
 impl std::fmt::Debug for RedisCoordinator {
@@ -202,6 +224,8 @@ impl RedisCoordinator {
             ttl,
             held: None,
             max_skew: Some(crate::coordinator::DEFAULT_MAX_SKEW),
+            replication: Replication::default(),
+            replication_checked: false,
         })
     }
 
@@ -308,6 +332,96 @@ impl RedisCoordinator {
 }
 
 impl RedisCoordinator {
+    /// The replication guard (`min_replicas`, `replication=async`).
+    pub(crate) fn with_replication(mut self, replication: Replication) -> RedisCoordinator {
+        self.replication = replication;
+        self
+    }
+
+    /// Refuses a server that is not a primary (`ROLE`): a replica's copy of the leases may be
+    /// behind, and what is written there is not the primary's. At the first call, also
+    /// refuses a primary whose replicas nothing guards (see the module's docs).
+    fn check_primary(&mut self) -> Result<(), LeaseError> {
+        let role: ::redis::Value =
+            self.with_connection(|connection| ::redis::cmd("ROLE").query(connection))?;
+        let role = match &role {
+            ::redis::Value::Array(items) => items.first().and_then(|first| match first {
+                ::redis::Value::BulkString(bytes) => std::str::from_utf8(bytes).ok(),
+                ::redis::Value::SimpleString(text) => Some(text.as_str()),
+                _ => None,
+            }),
+            _ => None,
+        }
+        .unwrap_or("unknown")
+        .to_owned();
+        if role != "master" {
+            return Err(self.unavailable(format!(
+                "the server is a {role}, not a primary (ROLE): grants and renewals go to the \
+                 primary only"
+            )));
+        }
+        if self.replication_checked {
+            return Ok(());
+        }
+        let info: String = self.with_connection(|connection| {
+            ::redis::cmd("INFO").arg("replication").query(connection)
+        })?;
+        let replicas = info
+            .lines()
+            .find_map(|line| line.strip_prefix("connected_slaves:"))
+            .and_then(|count| count.trim().parse::<u32>().ok())
+            .unwrap_or(0);
+        // CONFIG may be renamed away on managed servers: then the server's guard is unknown.
+        let server_guard: u32 = self
+            .with_connection(|connection| {
+                ::redis::cmd("CONFIG")
+                    .arg("GET")
+                    .arg("min-replicas-to-write")
+                    .query::<Vec<String>>(connection)
+            })
+            .ok()
+            .and_then(|pair| pair.get(1).and_then(|count| count.parse().ok()))
+            .unwrap_or(0);
+        let guarded = self.replication.min_replicas > 0 || server_guard > 0;
+        if replicas > 0 && !guarded && !self.replication.accept_async {
+            return Err(LeaseError::InvalidUri {
+                uri: self.redacted_uri.clone(),
+                reason: format!(
+                    "the server has {replicas} replica(s) and nothing makes a grant or renewal \
+                     wait for them: a failover to a replica behind the primary would repeat ids. \
+                     Add min_replicas=N (each grant and renewal waits for N replicas), or set \
+                     min-replicas-to-write on the server, or accept the risk with \
+                     replication=async"
+                ),
+            });
+        }
+        self.replication_checked = true;
+        Ok(())
+    }
+
+    /// With `min_replicas=N`: `WAIT N` for the write just made; fewer acknowledgements within
+    /// half the patience and it does not count.
+    fn await_replicas(&mut self, what: &str) -> Result<(), LeaseError> {
+        let wanted = self.replication.min_replicas;
+        if wanted == 0 {
+            return Ok(());
+        }
+        let timeout_ms = u64::try_from((self.patience() / 2).as_millis()).unwrap_or(u64::MAX);
+        let acknowledged: u32 = self.with_connection(|connection| {
+            ::redis::cmd("WAIT")
+                .arg(wanted)
+                .arg(timeout_ms.max(1))
+                .query(connection)
+        })?;
+        if acknowledged < wanted {
+            return Err(self.unavailable(format!(
+                "only {acknowledged} of min_replicas={wanted} replicas acknowledged the {what} \
+                 within {timeout_ms} ms: it does not count"
+            )));
+        }
+        Ok(())
+    }
+
     /// The start-up clock check's bound (`max_skew`; `None`: off); 5 s by default.
     pub fn with_max_skew(mut self, max_skew: Option<Duration>) -> RedisCoordinator {
         self.max_skew = max_skew;
@@ -324,6 +438,7 @@ impl Coordinator for RedisCoordinator {
         if self.held.is_some() {
             return Err(self.unavailable("this coordinator already holds a lease"));
         }
+        self.check_primary()?;
         let max = layout.max_worker_id();
         let prefix = self.prefix.clone();
         // The lowest free worker ids and their records, tried in `preference_order`.
@@ -360,6 +475,10 @@ impl Coordinator for RedisCoordinator {
             }));
         };
         self.held = Some((worker_id, epoch, format!("{epoch} {owner}")));
+        if let Err(error) = self.await_replicas("grant") {
+            let _ = self.release(None);
+            return Err(error);
+        }
         let state = self.state_of(worker_id, epoch > 1, has_state == 1, &text);
         let ttl = self.ttl;
         Grant::or_release(self, worker_id, state, ttl)
@@ -371,6 +490,7 @@ impl Coordinator for RedisCoordinator {
         };
         let (lease, worker) = self.keys(worker_id);
         let (ttl_ms, record) = (self.ttl_ms(), crate::record::encode(state));
+        self.check_primary()?;
         let renewed: i64 = self.with_connection(|connection| {
             ::redis::Script::new(RENEW)
                 .key(&lease)
@@ -381,7 +501,8 @@ impl Coordinator for RedisCoordinator {
                 .arg(&record)
                 .invoke(connection)
         })?;
-        LeaseError::unless_renewed(renewed == 1, &mut self.held, worker_id, epoch)
+        LeaseError::unless_renewed(renewed == 1, &mut self.held, worker_id, epoch)?;
+        self.await_replicas("renewal")
     }
 
     fn release(&mut self, state: Option<&State>) -> Result<(), LeaseError> {

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-from importlib.metadata import version as _version
-
 from clockflake import _clockflake
 from clockflake._clockflake import (
     Generator,
@@ -19,7 +17,11 @@ from clockflake._clockflake import (
     decode,
     describe_layout,
     encode,
+    guess_layout,
     id_range,
+    is_plausible,
+    restored,
+    suggest_layout,
 )
 
 # Every exception class, one per stable code (`_errors.__all__`).
@@ -33,9 +35,9 @@ from clockflake._types import (
     LayoutSpec,
 )
 
-__version__: str = _version("clockflake")
-"""The installed distribution's version: the Cargo workspace's version, which maturin writes into
-the package metadata (so it is stated in one place, Cargo.toml)."""
+__version__: str = _clockflake.__version__
+"""The package's version: the Cargo workspace's version, compiled into the native module (so it
+is stated in one place, Cargo.toml, and reading it costs no import of importlib.metadata)."""
 
 __all__ = [
     "Generator",
@@ -46,6 +48,10 @@ __all__ = [
     "id_range",
     "describe_layout",
     "layouts",
+    "restored",
+    "suggest_layout",
+    "is_plausible",
+    "guess_layout",
     "GeneratorState",
     "GeneratorStats",
     "LayoutArg",

@@ -156,6 +156,34 @@ test('a custom layout decodes like the preset it equals, and a bad one says why'
   await page.fill('#custom-fields', 'timestamp:41,worker:10,sequence:12');
 });
 
+test('an id whose time is implausible for the layout is flagged, with the preset that fits', async () => {
+  const twitterId = '2125537250721665024'; // 2026-11-25T10:29:05.801Z as twitter, 2040 as clockseq
+  await show('clockseq', [twitterId, '362387865602658307'].join('\n'));
+  const [flagged, fine] = await readRows();
+  assert.equal(flagged.cells.utc, utcCell(2210834771144));
+  assert.equal(flagged.cells.note, `after now for this layout; as twitter: ${utcCell(1795602545801)}`);
+  assert.equal(fine.cells.note, '');
+  await page.selectOption('#layout', 'twitter');
+  assert.equal((await readRows())[0].cells.note, '');
+});
+
+test('the layout is drawn bit by bit, and a time range gives its id range', async () => {
+  await show('clockseq', '');
+  const bits = await page.$$eval('#bits span', (spans) => spans.map((s) => s.textContent));
+  assert.deepEqual(bits, ['0', 'timestamp 41 (62–22)', 'clock_seq 3 (21–19)', 'worker 7 (18–12)', 'sequence 12 (11–0)']);
+  await page.selectOption('#layout', 'sonyflake');
+  const sony = await page.$$eval('#bits span', (spans) => spans.map((s) => s.textContent));
+  assert.deepEqual(sony, ['0', 'timestamp 39 (62–24)', 'sequence 8 (23–16)', 'worker 16 (15–0)']);
+  await page.selectOption('#layout', 'clockseq');
+  await page.fill('#range-from', '2026-01-01T00:00:00Z');
+  await page.fill('#range-to', '2026-01-01T23:59:59.999Z');
+  const expected = await page.evaluate(() => window.clockflake.idRange(Date.parse('2026-01-01T00:00:00Z'), Date.parse('2026-01-01T23:59:59.999Z')).join(' … '));
+  assert.equal(await page.textContent('#range'), expected);
+  assert.match(expected, /^\d+ … \d+$/);
+  await page.fill('#range-to', 'not a date');
+  assert.match(await page.textContent('#range'), /^dates as /);
+});
+
 /** Empties the ids box and generates `count` clockseq ids for `worker` (`clicks` times). */
 async function generate(worker, count, clicks = 1) {
   await page.selectOption('#layout', 'clockseq');

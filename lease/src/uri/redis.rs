@@ -16,6 +16,7 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
     let mut ttl = DEFAULT_TTL;
     let mut cacert = None;
     let mut max_skew = Some(crate::coordinator::DEFAULT_MAX_SKEW);
+    let mut replication = crate::redis::Replication::default();
     for (key, value) in &parts.query {
         match key.as_str() {
             "app" => app = value.clone(),
@@ -25,13 +26,22 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
                     .ok_or_else(|| invalid(uri, "ttl must look like 10s, 1500ms or 2m"))?
             }
             "max_skew" => max_skew = crate::uri::parse_max_skew(uri, value)?,
+            "min_replicas" => {
+                replication.min_replicas = value
+                    .parse()
+                    .ok()
+                    .filter(|count| *count <= 64)
+                    .ok_or_else(|| invalid(uri, "min_replicas must be a number from 0 to 64"))?
+            }
+            "replication" if value == "async" => replication.accept_async = true,
+            "replication" => return Err(invalid(uri, "replication must be async (the risk accepted)")),
             "cacert" if tls => cacert = Some(value.clone()),
             "cacert" => return Err(invalid(uri, "cacert is a rediss:// (TLS) parameter")),
             _ => {
                 return Err(invalid(
                     uri,
                     format!(
-                        "unknown parameter {key:?} for {}:// (expected app, ttl, max_skew{})",
+                        "unknown parameter {key:?} for {}:// (expected app, ttl, max_skew, min_replicas, replication{})",
                         parts.scheme,
                         if tls { ", cacert" } else { "" }
                     ),
@@ -90,7 +100,8 @@ pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
     let coordinator =
         crate::redis::RedisCoordinator::new(endpoint, redacted_uri, &app, ttl, owner_token())
             .map_err(|reason| invalid(uri, reason))?
-            .with_max_skew(max_skew);
+            .with_max_skew(max_skew)
+            .with_replication(replication);
     Ok(Target {
         coordinator: Box::new(coordinator),
         reserve: ttl,

@@ -1,6 +1,8 @@
 //! Helpers shared by the lease test binaries.
 #![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
+pub mod failover;
+
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -425,11 +427,16 @@ pub fn handover_from_2s_ahead_released_and_killed(released_uri: &str, killed_uri
 
 /// Runs `scripts/NAME action` (the throwaway test servers), asserting success; its stdout.
 pub fn server_script(name: &str, action: &str) -> String {
-    let script = format!("{}/../scripts/{name}", env!("CARGO_MANIFEST_DIR"));
-    let output = Command::new(script).arg(action).output().unwrap();
+    script(name, &[action])
+}
+
+/// Runs `scripts/NAME ARGS...`; its stdout, trimmed. A failure fails the test with its stderr.
+pub fn script(name: &str, args: &[&str]) -> String {
+    let path = format!("{}/../scripts/{name}", env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new(path).args(args).output().unwrap();
     assert!(
         output.status.success(),
-        "{name} {action}: {}",
+        "{name} {args:?}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()

@@ -1,0 +1,269 @@
+"""Runs every code block of the documentation (docs/**/*.md and README.md), so none goes stale.
+
+    python docs/tools/snippets.py [--list] [FILE.md ...]
+
+A fenced block runs by its language:
+  python   a script of its own, in the repository's .venv (clockflake built into it)
+  js       an ES module of its own (.mjs), in a folder whose node_modules/clockflake is
+           bindings-node (its lib/ built)
+  sh       bash -euo pipefail, in a folder of its own, with .venv/bin first on PATH
+  rust     compiled and run as a doctest by the crate docs/rust (`cargo test -p clockflake-docs
+           --doc`), which includes every page with a rust block: this script checks that it
+           includes each one, then runs it
+Blocks in text, sql, toml, json, yaml, ini, http and console are examples to read, not code. Any
+other language is an error, so no block is left out by accident.
+
+An HTML comment on the line before a block changes how it runs:
+  <!-- snippet: skip REASON -->   not run; the reason is required and printed (keep these few)
+  <!-- snippet: server -->        sh: run with a clockflake-server started on a file:// lease;
+                                  `localhost:8080` in the block is replaced by its address
+  <!-- snippet: postgres -->      needs CLOCKFLAKE_PG_URL (a throwaway PostgreSQL: run under
+                                  scripts/postgres.sh, as test-recipes does; no page needs it yet)
+  <!-- snippet: fails CODE -->    must fail, printing the error code CODE
+Lines that include a file (`--8<-- "path"`) are the tested recipes' own code: not run here.
+
+In every block `/var/lib/myapp` (the documentation's lease directory) is replaced by a fresh
+temporary directory, so examples can show a real path without touching the machine's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = ROOT / ".venv" / "bin" / "python"
+RUST_CRATE = ROOT / "docs" / "rust" / "src" / "lib.rs"
+SERVER = ROOT / "target" / "debug" / "clockflake-server"
+READ_ONLY = {"text", "sql", "toml", "json", "yaml", "ini", "http", "console"}
+RUN = {"python", "js", "sh", "rust"}
+LEASE_DIR = "/var/lib/myapp"
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+)(?P<info>[^`]*)$")
+MARK = re.compile(r"^\s*<!--\s*snippet:\s*(?P<kind>\w+)\s*(?P<arg>.*?)\s*-->\s*$")
+
+
+@dataclass
+class Block:
+    path: Path
+    line: int
+    lang: str
+    code: str
+    mark: str | None
+    arg: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(path: Path) -> list[Block]:
+    found: list[Block] = []
+    lines = path.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        match = FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        indent, fence = len(match["indent"]), match["fence"]
+        lang = match["info"].strip().split(",")[0].split(" ")[0]
+        mark = MARK.match(lines[i - 1]) if i > 0 else None
+        body: list[str] = []
+        j = i + 1
+        while j < len(lines) and lines[j].strip() != fence:
+            body.append(lines[j][indent:])
+            j += 1
+        found.append(
+            Block(
+                path,
+                i + 1,
+                lang,
+                "\n".join(body) + "\n",
+                mark and mark["kind"],
+                mark["arg"] if mark else "",
+            )
+        )
+        i = j + 1
+    return found
+
+
+def pages(args: list[str]) -> list[Path]:
+    if args:
+        return [Path(a).resolve() for a in args]
+    generated = ROOT / "docs" / "api"
+    docs = [p for p in (ROOT / "docs").rglob("*.md") if generated not in p.parents]
+    return sorted([ROOT / "README.md", *docs])
+
+
+class Server:
+    """A clockflake-server on a file:// lease in a temporary directory, on a free port."""
+
+    def __init__(self, scratch: Path) -> None:
+        # Built here (a no-op when fresh), so the pages run against the server of these sources.
+        subprocess.run(["cargo", "build", "-q", "-p", "clockflake-server"], cwd=ROOT, check=True)
+        lease = scratch / "server-lease"
+        lease.mkdir()
+        key = "1:" + "0123456789abcdef" * 2  # public ids, for the pages that show them
+        self.process = subprocess.Popen(
+            [str(SERVER), "--lease", f"file://{lease}?app=docs", "--listen", "127.0.0.1:0"],
+            env=dict(os.environ, CLOCKFLAKE_PUBLIC_KEY=key),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()
+        address = re.search(r"(127\.0\.0\.1:\d+)", first)
+        if not address:
+            self.stop()
+            raise RuntimeError(f"clockflake-server did not name its address: {first!r}")
+        self.address = address[1]
+        for _ in range(100):
+            ready = subprocess.run(
+                ["curl", "-fs", f"http://{self.address}/readyz"], capture_output=True
+            )
+            if ready.returncode == 0:
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("clockflake-server did not become ready")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def node_folder(scratch: Path) -> Path:
+    folder = scratch / "js"
+    (folder / "node_modules").mkdir(parents=True)
+    (folder / "node_modules" / "clockflake").symlink_to(ROOT / "bindings-node")
+    return folder
+
+
+def run_block(
+    block: Block, scratch: Path, server: Server | None, env: dict[str, str]
+) -> str | None:
+    """Runs one block; returns None on success, else what went wrong."""
+    lease_dir = Path(tempfile.mkdtemp(dir=scratch, prefix="lease-"))
+    code = block.code.replace(LEASE_DIR, str(lease_dir))
+    if block.mark == "server":
+        assert server is not None
+        code = code.replace("localhost:8080", server.address)
+    folder = Path(tempfile.mkdtemp(dir=scratch, prefix="run-"))
+    if block.lang == "python":
+        file = folder / "snippet.py"
+        command = [str(PYTHON), str(file)]
+    elif block.lang == "js":
+        folder = node_folder(folder)
+        file = folder / "snippet.mjs"
+        command = ["node", str(file)]
+    else:
+        file = folder / "snippet.sh"
+        command = ["bash", "-euo", "pipefail", str(file)]
+    file.write_text(code)
+    result = subprocess.run(
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=120
+    )
+    output = result.stdout + result.stderr
+    if block.mark == "fails":
+        if result.returncode == 0 or block.arg not in output:
+            return f"expected a failure with {block.arg}, got exit {result.returncode}:\n{output}"
+        return None
+    if result.returncode != 0:
+        return f"exit {result.returncode}:\n{output}"
+    return None
+
+
+def check_rust_pages(found: list[Block]) -> list[str]:
+    """Every page with a rust block is included by docs/rust (README: by it and by lease)."""
+    included = RUST_CRATE.read_text()
+    problems = []
+    for path in sorted({b.path for b in found if b.lang == "rust"}):
+        relative = os.path.relpath(path, RUST_CRATE.parent)
+        if f'include_str!("{relative}")' not in included:
+            problems.append(
+                f"{path.relative_to(ROOT)} has rust blocks but docs/rust does not include it"
+            )
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--list", action="store_true", help="list the blocks and how each runs")
+    parser.add_argument("files", nargs="*")
+    args = parser.parse_args()
+    found = [b for page in pages(args.files) for b in blocks(page)]
+    problems = []
+    for block in found:
+        if block.lang not in RUN | READ_ONLY:
+            problems.append(f"{block.where}: a block in {block.lang or '(no language)'}: label it")
+        if block.mark == "skip" and not block.arg:
+            problems.append(f"{block.where}: a skipped block needs a reason")
+        if block.mark not in (None, "skip", "server", "postgres", "fails"):
+            problems.append(f"{block.where}: unknown mark {block.mark}")
+    problems += check_rust_pages(found)
+    runnable = [
+        b for b in found if b.lang in RUN - {"rust"} and b.mark != "skip" and "--8<--" not in b.code
+    ]
+    skipped = [b for b in found if b.mark == "skip"]
+    if args.list:
+        for b in found:
+            how = "read" if b.lang in READ_ONLY else (b.mark or "run")
+            print(f"{b.where}: {b.lang} ({how}{': ' + b.arg if b.arg else ''})")
+        return 0
+    if problems:
+        print("\n".join(problems))
+        return 1
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="clockflake-snippets-") as scratch_name:
+        scratch = Path(scratch_name)
+        env = dict(os.environ, PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}")
+        env.pop("VIRTUAL_ENV", None)
+        server = Server(scratch) if any(b.mark == "server" for b in runnable) else None
+        try:
+            for block in runnable:
+                if block.mark == "postgres" and "CLOCKFLAKE_PG_URL" not in env:
+                    failures.append(
+                        f"{block.where}: needs CLOCKFLAKE_PG_URL (see the postgres mark)"
+                    )
+                    continue
+                started = time.monotonic()
+                problem = run_block(block, scratch, server, env)
+                took = time.monotonic() - started
+                status = "ok" if problem is None else "FAILED"
+                print(f"{status:6} {block.where} ({block.lang}, {took:.1f} s)")
+                if problem is not None:
+                    failures.append(f"{block.where}: {problem}")
+        finally:
+            if server is not None:
+                server.stop()
+    rust_pages = len({b.path for b in found if b.lang == "rust"})
+    if rust_pages and not args.files:
+        print(f"rust: {sum(b.lang == 'rust' for b in found)} blocks in {rust_pages} pages")
+        rust = subprocess.run(["cargo", "test", "-q", "-p", "clockflake-docs", "--doc"], cwd=ROOT)
+        if rust.returncode != 0:
+            failures.append("rust blocks: cargo test -p clockflake-docs --doc failed")
+    for b in skipped:
+        print(f"skipped {b.where}: {b.arg}")
+    print(f"{len(runnable)} blocks run, {len(skipped)} skipped, {len(failures)} failed")
+    if failures:
+        print("\n\n".join(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Each Python recipe of docs/recipes/, run against its real framework."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from clockflake import decode
+
+HERE = Path(__file__).resolve().parents[1]
+TOO_BIG_FOR_A_JS_NUMBER = 2**53
+
+
+def pg_url() -> str:
+    url = os.environ.get("CLOCKFLAKE_PG_URL")
+    if not url:
+        pytest.skip("no CLOCKFLAKE_PG_URL (make test-recipes starts a PostgreSQL)")
+    return url
+
+
+def test_fastapi_sqlalchemy_postgres(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = pg_url()
+    sqlalchemy_url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    monkeypatch.setenv("DATABASE_URL", sqlalchemy_url)
+    monkeypatch.setenv("CLOCKFLAKE_URI", f"file://{tmp_path}/ids?app=orders")
+    from fastapi.testclient import TestClient
+
+    fastapi_app = importlib.import_module("fastapi_app")
+    started = int(time.time() * 1000)
+    with TestClient(fastapi_app.app) as client:
+        with fastapi_app.engine.begin() as connection:
+            connection.exec_driver_sql("DELETE FROM orders")
+        made: list[dict[str, object]] = []
+
+        def post_many() -> None:
+            for n in range(250):
+                response = client.post("/orders", json={"item": f"item {n}"})
+                while response.status_code == 503:  # a late lease renewal: retry, as a client does
+                    assert int(response.headers["Retry-After"]) >= 1
+                    time.sleep(0.05)
+                    response = client.post("/orders", json={"item": f"item {n}"})
+                assert response.status_code == 200, response.text
+                made.append(response.json())
+
+        threads = [threading.Thread(target=post_many) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        ids = [order["id"] for order in made]
+        assert all(isinstance(i, str) for i in ids)  # strings in JSON, never numbers
+        assert len(set(ids)) == 1000
+        assert all(int(i) >= TOO_BIG_FOR_A_JS_NUMBER for i in ids)  # why strings matter
+        one = made[0]
+        fetched = client.get(f"/orders/{one['id']}")
+        assert fetched.status_code == 200 and fetched.json() == one
+        assert client.get("/orders/-1").status_code == 422  # not an id
+        assert client.get("/orders/12").status_code == 404
+        window = client.get("/orders", params={"from_ms": started, "to_ms": started + 3_600_000})
+        assert sorted(int(o["id"]) for o in window.json()) == sorted(int(i) for i in ids)
+        assert decode(ids[0]).worker_id == 0
+
+
+def test_pydantic_models() -> None:
+    pydantic_models = importlib.import_module("pydantic_models")
+    body, info = pydantic_models.example()
+    order = json.loads(body)
+    assert isinstance(order["id"], str) and isinstance(order["customer_id"], str)
+    assert order["parent_id"] is None
+    parts = json.loads(info)["parts"]
+    assert parts == decode(int(order["id"])).as_dict()
+
+
+def manage(tmp_path: Path, *args: str) -> str:
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="shop.settings",
+        ORDERS_DB=str(tmp_path / "orders.sqlite3"),
+        CLOCKFLAKE_URI=f"file://{tmp_path}/ids?app=orders",
+        PYTHONPATH=str(HERE / "django_orders"),
+    )
+    result = subprocess.run(
+        [sys.executable, str(HERE / "django_orders" / "manage.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_django_model_default(tmp_path: Path) -> None:
+    # The committed migration is what makemigrations writes today (it can serialize next_id).
+    manage(tmp_path, "makemigrations", "orders", "--check", "--dry-run")
+    migration = (HERE / "django_orders/orders/migrations/0001_initial.py").read_text()
+    assert "default=clockflake.django.next_id" in migration
+    manage(tmp_path, "migrate", "-v", "0")
+    script = (
+        "import json\n"
+        "from orders.models import Order\n"
+        "made = [Order.objects.create(item=f'item {n}') for n in range(200)]\n"
+        "print(json.dumps([o.pk for o in Order.objects.all()]))\n"
+    )
+    out = manage(tmp_path, "shell", "-c", script)
+    ids = json.loads(out.strip().splitlines()[-1])
+    assert len(set(ids)) == 200 and ids == sorted(ids)
+    assert all(decode(i).worker_id == 0 for i in ids)
