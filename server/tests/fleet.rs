@@ -330,10 +330,14 @@ fn fleet(name: &str, lease: impl Fn(&str) -> String, rival_takes_frozen_worker: 
         .count();
     assert!(refused_after >= 1, "{name}: no 503 after the thaw");
     assert!(red_after >= 1, "{name}: /readyz never red after the thaw");
+    // The metric counts every lost lease: one, or more when a later lease was lost under load
+    // too (as /readyz says).
+    let lost = frozen.readiness().1["leasesLost"].as_u64().unwrap();
+    assert!(lost >= 1, "{name}: leasesLost {lost}");
     let metrics = common::get(&frozen.url("/metrics")).body;
     assert!(
-        metrics.contains("clockflake_leases_lost_total 1"),
-        "{metrics}"
+        metrics.contains(&format!("clockflake_leases_lost_total {lost}\n")),
+        "{name}: leasesLost {lost}: {metrics}"
     );
     eprintln!(
         "{name}: {total} ids unique from 4 servers; wrk {statuses:?}; frozen server: worker \
