@@ -29,6 +29,12 @@ CASES = {
         "replicas": 5,
         "publicIds": {"existingSecret": "ids-public"},
     },
+    "redis with TLS and a public-id token": {
+        "coordinator": "redis",
+        "lease": {"existingSecret": "ids-redis"},
+        "publicIds": {"existingSecret": "ids-public", "tokenSecret": "ids-token"},
+        "tls": {"secretName": "ids-tls"},
+    },
     "k8s (StatefulSet)": {"coordinator": "k8s", "persistence": {"storageClassName": "fast"}},
 }
 REFUSED = {
@@ -72,6 +78,14 @@ def check_case(name, values):
     assert kinds["PodDisruptionBudget"][0]["spec"]["selector"]["matchLabels"] == \
         spec["selector"]["matchLabels"]
     assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    scheme = "HTTPS" if values.get("tls", {}).get("secretName") else "HTTP"
+    assert {c[p]["httpGet"]["scheme"] for p in ("readinessProbe", "livenessProbe",
+                                                "startupProbe")} == {scheme}
+    if scheme == "HTTPS":
+        assert "--tls-cert" in c["args"] and "--tls-key" in c["args"], c["args"]
+        mounted = {m["mountPath"] for m in c["volumeMounts"]}
+        assert {"/etc/clockflake/tls", "/etc/clockflake/token"} <= mounted, mounted
+        assert env["CLOCKFLAKE_PUBLIC_TOKEN_FILE"]["value"] == "/etc/clockflake/token/token"
     if coordinator == "k8s":
         assert "Deployment" not in kinds
         assert env["CLOCKFLAKE_LEASE"]["value"].startswith("k8s:///var/lib/clockflake?app=")

@@ -88,7 +88,7 @@ spec:
     - name: clockflake-server
       image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
       imagePullPolicy: {{ .Values.image.pullPolicy }}
-      args: ["--listen", "0.0.0.0:8080"]
+      args: ["--listen", "0.0.0.0:8080"{{ if .Values.tls.secretName }}, "--tls-cert", "/etc/clockflake/tls/tls.crt", "--tls-key", "/etc/clockflake/tls/tls.key"{{ end }}]
       env:
         {{- if eq .Values.coordinator "k8s" }}
         - name: CLOCKFLAKE_LEASE
@@ -122,6 +122,10 @@ spec:
         - name: CLOCKFLAKE_PUBLIC_KEY_FILE
           value: /etc/clockflake/public/{{ $.Values.publicIds.key }}
         {{- end }}
+        {{- with .Values.publicIds.tokenSecret }}
+        - name: CLOCKFLAKE_PUBLIC_TOKEN_FILE
+          value: /etc/clockflake/token/{{ $.Values.publicIds.tokenKey }}
+        {{- end }}
       ports:
         - name: http
           containerPort: 8080
@@ -131,6 +135,7 @@ spec:
         httpGet:
           path: /readyz
           port: http
+          scheme: {{ if .Values.tls.secretName }}HTTPS{{ else }}HTTP{{ end }}
         periodSeconds: 2
         timeoutSeconds: 1
         failureThreshold: 1
@@ -139,6 +144,7 @@ spec:
         httpGet:
           path: /healthz
           port: http
+          scheme: {{ if .Values.tls.secretName }}HTTPS{{ else }}HTTP{{ end }}
         periodSeconds: 10
         timeoutSeconds: 2
         failureThreshold: 3
@@ -146,13 +152,14 @@ spec:
         httpGet:
           path: /healthz
           port: http
+          scheme: {{ if .Values.tls.secretName }}HTTPS{{ else }}HTTP{{ end }}
         periodSeconds: 1
         failureThreshold: 30
       resources:
         {{- toYaml .Values.resources | nindent 8 }}
       securityContext:
         {{- toYaml .Values.securityContext | nindent 8 }}
-      {{- if or (eq .Values.coordinator "k8s") .Values.publicIds.existingSecret }}
+      {{- if or (eq .Values.coordinator "k8s") .Values.publicIds.existingSecret .Values.publicIds.tokenSecret .Values.tls.secretName }}
       volumeMounts:
         {{- if eq .Values.coordinator "k8s" }}
         - name: marks
@@ -163,12 +170,34 @@ spec:
           mountPath: /etc/clockflake/public
           readOnly: true
         {{- end }}
+        {{- if .Values.publicIds.tokenSecret }}
+        - name: public-token
+          mountPath: /etc/clockflake/token
+          readOnly: true
+        {{- end }}
+        {{- if .Values.tls.secretName }}
+        - name: tls
+          mountPath: /etc/clockflake/tls
+          readOnly: true
+        {{- end }}
       {{- end }}
-  {{- if .Values.publicIds.existingSecret }}
+  {{- if or .Values.publicIds.existingSecret .Values.publicIds.tokenSecret .Values.tls.secretName }}
   volumes:
+    {{- with .Values.publicIds.existingSecret }}
     - name: public-ids
       secret:
-        secretName: {{ .Values.publicIds.existingSecret }}
+        secretName: {{ . }}
+    {{- end }}
+    {{- with .Values.publicIds.tokenSecret }}
+    - name: public-token
+      secret:
+        secretName: {{ . }}
+    {{- end }}
+    {{- with .Values.tls.secretName }}
+    - name: tls
+      secret:
+        secretName: {{ . }}
+    {{- end }}
   {{- end }}
   {{- with .Values.nodeSelector }}
   nodeSelector:
