@@ -37,6 +37,8 @@ const MAX_SPIN: Duration = Duration::from_millis(50);
 pub struct App {
     pub supervisor: Arc<Supervisor>,
     pub public_ids: Option<PublicIds>,
+    /// The bearer token `/v1/public/*` require, if one was given.
+    pub public_token: Option<String>,
     pub max_count: u64,
     pub telemetry: Telemetry,
     pub ids_issued: AtomicU64,
@@ -335,7 +337,9 @@ async fn decode(
         Some(name) => Layout::by_name(&name)?,
         None => *app.supervisor.layout(),
     };
-    let id = layout.parse_id(&text)?;
+    let id = layout
+        .parse_id(&text)
+        .map_err(|error| unprocessable_if(is_decimal(&text), error))?;
     let parts = layout.decode(id)?;
     let body = json!({
         "id": id.to_string(),
@@ -381,6 +385,14 @@ fn string_field(body: JsonBody, name: &str) -> Result<String, ApiError> {
             format!("invalid request body: expected a JSON object like {{\"{name}\": \"...\"}}"),
         ));
     };
+    if let Some(other) = object.keys().find(|key| *key != name) {
+        let shown: String = other.chars().take(32).collect();
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            codes::INVALID_REQUEST,
+            format!("invalid request body: unexpected field {shown:?}; expected only \"{name}\""),
+        ));
+    }
     match object.remove(name) {
         Some(Value::String(text)) => Ok(text),
         None => Err(ApiError::bad_value(format!(
@@ -397,6 +409,31 @@ fn string_field(body: JsonBody, name: &str) -> Result<String, ApiError> {
     }
 }
 
+/// Whether `text` is what the OpenAPI description calls an id: 1 to 20 decimal digits.
+fn is_decimal(text: &str) -> bool {
+    (1..=20).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether `text` is what the OpenAPI description calls a public id: 16 Crockford base32
+/// characters (any case; `U` is not one).
+fn is_public_text(text: &str) -> bool {
+    text.len() == 16
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() && !b.eq_ignore_ascii_case(&b'u'))
+}
+
+/// A refusal of input the OpenAPI description calls well-formed (an id past the layout's
+/// range, a public id whose check fails or whose key version is not held) is 422 with its
+/// code; 400 stays for malformed input.
+fn unprocessable_if(well_formed: bool, error: clockflake::Error) -> ApiError {
+    let mut refusal = ApiError::from(error);
+    if well_formed && refusal.status == StatusCode::BAD_REQUEST {
+        refusal.status = StatusCode::UNPROCESSABLE_ENTITY;
+    }
+    refusal
+}
+
 fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -408,7 +445,26 @@ fn json_type(value: &Value) -> &'static str {
     }
 }
 
-fn public_ids(app: &App) -> Result<&PublicIds, ApiError> {
+/// Whether `a` and `b` are equal, in time that depends on their lengths only.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The codec, once the request carries the bearer token (when the server has one).
+fn public_ids<'a>(app: &'a App, headers: &HeaderMap) -> Result<&'a PublicIds, ApiError> {
+    if let Some(token) = &app.public_token {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "))
+            .unwrap_or_default();
+        if !same_bytes(given, token.as_bytes()) {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                codes::UNAUTHORIZED,
+                "unauthorized: the public-id routes need Authorization: Bearer <token>",
+            ));
+        }
+    }
     app.public_ids.as_ref().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
@@ -419,20 +475,34 @@ fn public_ids(app: &App) -> Result<&PublicIds, ApiError> {
     })
 }
 
-async fn public_encode(State(app): Shared, body: JsonBody) -> Result<Response, ApiError> {
-    let codec = public_ids(&app)?;
+async fn public_encode(
+    State(app): Shared,
+    headers: HeaderMap,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let codec = public_ids(&app, &headers)?;
     let text = string_field(body, "id")?;
-    let id = app.supervisor.layout().parse_id(&text)?;
+    let id = app
+        .supervisor
+        .layout()
+        .parse_id(&text)
+        .map_err(|error| unprocessable_if(is_decimal(&text), error))?;
     let public = codec.encode_text(id)?;
     Ok(json_response(
         &json!({ "id": id.to_string(), "public": public.as_str() }),
     ))
 }
 
-async fn public_decode(State(app): Shared, body: JsonBody) -> Result<Response, ApiError> {
-    let codec = public_ids(&app)?;
+async fn public_decode(
+    State(app): Shared,
+    headers: HeaderMap,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let codec = public_ids(&app, &headers)?;
     let text = string_field(body, "public")?;
-    let id = codec.decode_text(&text)?;
+    let id = codec
+        .decode_text(&text)
+        .map_err(|error| unprocessable_if(is_public_text(&text), error))?;
     Ok(json_response(
         &json!({ "public": text.to_ascii_uppercase(), "id": id.to_string() }),
     ))

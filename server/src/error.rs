@@ -20,6 +20,8 @@ pub mod codes {
     pub const NOT_FOUND: &str = "NOT_FOUND";
     /// The route exists, the method does not.
     pub const METHOD_NOT_ALLOWED: &str = "METHOD_NOT_ALLOWED";
+    /// `/v1/public/*` without the bearer token the server was given.
+    pub const UNAUTHORIZED: &str = "UNAUTHORIZED";
     /// `/v1/public/*` without a key configured.
     pub const PUBLIC_IDS_NOT_CONFIGURED: &str = "PUBLIC_IDS_NOT_CONFIGURED";
 }
@@ -57,17 +59,29 @@ impl ApiError {
 
 /// The HTTP status for a refusal: 400 for bad input, 503 for what can succeed later (with
 /// `Retry-After`), 500 for what cannot (a layout past its lifetime, a corrupt record).
+///
+/// `EPOCH_IN_FUTURE` is a 503: the clock reads before the layout's epoch, and the refusal ends
+/// when the clock reaches it (`retryAtMs` is the epoch). `TIMESTAMP_EXHAUSTED` is a 500 with no
+/// `retryAtMs`: the layout has no ticks left after this clock reading, so only a clock set
+/// back (it was wrong) can end it.
 pub fn status_of(error: &LeaseError) -> StatusCode {
     if error.is_input_error() && !matches!(error.code(), "INVALID_STATE" | "INVALID_URI") {
         return StatusCode::BAD_REQUEST;
     }
     match error.code() {
-        "TIMESTAMP_EXHAUSTED"
-        | "EPOCH_IN_FUTURE"
-        | "INVALID_STATE"
-        | "INVALID_URI"
-        | "INVALID_LAYOUT" => StatusCode::INTERNAL_SERVER_ERROR,
+        "TIMESTAMP_EXHAUSTED" | "INVALID_STATE" | "INVALID_URI" | "INVALID_LAYOUT" => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
         _ => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+/// When a retry can succeed, Unix ms: the error's own time, or for `EPOCH_IN_FUTURE` the
+/// layout's epoch (the first time the clock can be used).
+pub fn retry_at_of(error: &LeaseError) -> Option<u64> {
+    match error {
+        LeaseError::Core(clockflake::Error::EpochInFuture { epoch_ms, .. }) => Some(*epoch_ms),
+        _ => error.retry_at_ms(),
     }
 }
 
@@ -77,7 +91,7 @@ impl From<LeaseError> for ApiError {
             status: status_of(&error),
             code: error.code(),
             message: error.to_string(),
-            retry_at_ms: error.retry_at_ms(),
+            retry_at_ms: retry_at_of(&error),
         }
     }
 }
@@ -105,6 +119,12 @@ impl IntoResponse for ApiError {
             body,
         )
             .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"clockflake public ids\""),
+            );
+        }
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             let now = clockflake_lease::wall_ms();
             let seconds = self

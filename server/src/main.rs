@@ -10,9 +10,12 @@
 mod api;
 mod config;
 mod error;
+mod probe;
 mod supervisor;
 mod telemetry;
+mod tls;
 
+use std::future::IntoFuture;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicU64;
@@ -33,6 +36,20 @@ enum Failure {
 }
 
 fn main() -> ExitCode {
+    // `clockflake-server healthcheck [URL]`: the container image's HEALTHCHECK (a scratch
+    // image has no curl). Exit 0 when the URL (default: /healthz on CLOCKFLAKE_LISTEN)
+    // answers 200 within 2 s, else 1.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new("healthcheck")) {
+        let url = args.next().map(|url| url.to_string_lossy().into_owned());
+        return match probe::check(url.as_deref()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("clockflake-server healthcheck: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let config = Config::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -42,10 +59,11 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if config.threads > 0 {
+        builder.worker_threads(config.threads);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             tracing::error!(%error, "cannot start the runtime");
@@ -69,6 +87,11 @@ async fn run(config: Config) -> Result<(), Failure> {
     let layout = config.layout().map_err(Failure::Config)?;
     let policy = config.policy().map_err(Failure::Config)?;
     let public_ids = config::public_ids_from_env().map_err(Failure::Config)?;
+    let public_token = config::public_token_from_env().map_err(Failure::Config)?;
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::config(cert, key).map_err(Failure::Config)?),
+        _ => None,
+    };
     let telemetry = Telemetry::install().map_err(Failure::Runtime)?;
     let options = LeaseOptions {
         generator: Options {
@@ -96,7 +119,7 @@ async fn run(config: Config) -> Result<(), Failure> {
             )));
         }
         Ok(Err(error)) => {
-            tracing::warn!(code = error.code(), %error, "no lease yet; serving 503 until one is taken");
+            tracing::warn!(code = error.code(), %error, "no lease yet: id requests are refused with this code until one is taken");
         }
         Err(error) => return Err(Failure::Runtime(format!("leasing task: {error}"))),
     }
@@ -111,6 +134,7 @@ async fn run(config: Config) -> Result<(), Failure> {
     let app = Arc::new(api::App {
         supervisor: Arc::clone(&supervisor),
         public_ids,
+        public_token,
         max_count: config.max_count,
         telemetry,
         ids_issued: AtomicU64::new(0),
@@ -128,7 +152,11 @@ async fn run(config: Config) -> Result<(), Failure> {
 
     tracing::info!(%address, layout = config.layout, "listening");
     let mut stdout = std::io::stdout();
-    let _ = writeln!(stdout, "clockflake-server listening on http://{address}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let _ = writeln!(
+        stdout,
+        "clockflake-server listening on {scheme}://{address}"
+    );
     let _ = stdout.flush();
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -140,7 +168,23 @@ async fn run(config: Config) -> Result<(), Failure> {
         stopping.stop();
         let _ = stop_tx.send(true);
     };
-    let serve = axum::serve(listener, router).with_graceful_shutdown(signal);
+    let serve: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>> =
+        match tls {
+            Some(tls) => {
+                let listener = tls::TlsListener::new(listener, tls)
+                    .map_err(|error| Failure::Runtime(format!("listener: {error}")))?;
+                Box::pin(
+                    axum::serve(listener, router)
+                        .with_graceful_shutdown(signal)
+                        .into_future(),
+                )
+            }
+            None => Box::pin(
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(signal)
+                    .into_future(),
+            ),
+        };
     let timeout = config.shutdown_timeout;
     let drain_limit = async move {
         let mut stop_rx = stop_rx;

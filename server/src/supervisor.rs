@@ -9,11 +9,19 @@ use clockflake::Layout;
 use clockflake_lease::{LeaseCounters, LeaseError, LeaseOptions, LeaseStats, LeasedGenerator};
 use tokio::sync::Notify;
 
+use axum::http::StatusCode;
+
+use crate::error::ApiError;
+use crate::telemetry::Telemetry;
+
 /// How often the supervisor looks at the lease when nothing wakes it.
 const LOOK_INTERVAL: Duration = Duration::from_millis(50);
 /// First and longest pause between failed attempts to lease.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How often the clock is looked at again while it is outside the layout's lifetime (before
+/// its epoch, or past its last tick). No coordinator is asked meanwhile.
+const CLOCK_RECHECK: Duration = Duration::from_secs(1);
 
 /// What the lease looks like now, for `/readyz` and `/metrics`.
 #[derive(Clone, Debug)]
@@ -30,7 +38,11 @@ pub struct Snapshot {
     pub totals: LeaseCounters,
     pub leases: u64,
     pub leases_lost: u64,
-    pub lease_failures: u64,
+    /// Whether the wall clock is within the layout's lifetime (after its epoch, before its
+    /// last tick runs out).
+    pub clock_in_range: bool,
+    /// Worker ids in the layout's pool.
+    pub worker_ids: u64,
     pub last_error: Option<(&'static str, String)>,
 }
 
@@ -41,10 +53,12 @@ pub struct Supervisor {
     ready_margin_ms: u64,
     current: RwLock<Option<Arc<LeasedGenerator>>>,
     retired: Mutex<LeaseCounters>,
-    last_error: Mutex<Option<(&'static str, String)>>,
+    /// Why no lease is held (the last failed attempt, the lost lease, or the clock).
+    last_error: Mutex<Option<LeaseError>>,
+    /// When the supervisor tries to lease next, Unix ms (0: not scheduled).
+    next_attempt_ms: AtomicU64,
     leases: AtomicU64,
     leases_lost: AtomicU64,
-    lease_failures: AtomicU64,
     stopping: AtomicBool,
     wake: Notify,
 }
@@ -76,9 +90,9 @@ impl Supervisor {
             current: RwLock::new(None),
             retired: Mutex::new(LeaseCounters::default()),
             last_error: Mutex::new(None),
+            next_attempt_ms: AtomicU64::new(0),
             leases: AtomicU64::new(0),
             leases_lost: AtomicU64::new(0),
-            lease_failures: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
             wake: Notify::new(),
         }
@@ -88,23 +102,68 @@ impl Supervisor {
         &self.layout
     }
 
-    /// The generator to take ids from, or why there is none (503).
-    pub fn generator(&self) -> Result<Arc<LeasedGenerator>, LeaseError> {
+    /// The generator to take ids from, or why there is none, with its own code: the clock
+    /// outside the layout's lifetime (`EPOCH_IN_FUTURE`, `TIMESTAMP_EXHAUSTED`), or the last
+    /// attempt's refusal (`COORDINATOR_UNAVAILABLE`, `WORKER_POOL_EXHAUSTED`, `CLOCK_SKEW`,
+    /// ...) with `retryAtMs` at the next attempt, or `LEASE_LOST` while leasing again.
+    pub fn generator(&self) -> Result<Arc<LeasedGenerator>, ApiError> {
         if let Some(gen) = read(&self.current).as_ref() {
             return Ok(Arc::clone(gen));
         }
         if self.stopping.load(Ordering::Acquire) {
-            return Err(LeaseError::Closed);
+            return Err(LeaseError::Closed.into());
         }
-        Err(match lock(&self.last_error).as_ref() {
-            Some((code, message)) if *code != "LEASE_LOST" => LeaseError::CoordinatorUnavailable {
-                coordinator: clockflake_lease::redact(&self.uri),
-                reason: format!("no worker id leased yet ({code}: {message}); retrying"),
-            },
-            _ => LeaseError::LeaseLost {
-                reason: "no worker id is leased right now; the server is leasing one".to_owned(),
-            },
-        })
+        if let Err(error) = self.layout.check_time(clockflake_lease::wall_ms()) {
+            return Err(LeaseError::Core(error).into());
+        }
+        let last = lock(&self.last_error).clone();
+        let next_attempt = match self.next_attempt_ms.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(at),
+        };
+        let (error, prefix) = match last {
+            // A clock refusal of an earlier attempt that the clock has left behind.
+            Some(LeaseError::Core(
+                clockflake::Error::EpochInFuture { .. }
+                | clockflake::Error::TimestampExhausted { .. },
+            ))
+            | None => (
+                LeaseError::LeaseLost {
+                    reason: "no worker id is leased right now; the server is leasing one"
+                        .to_owned(),
+                },
+                "",
+            ),
+            Some(error) if error.code() == "LEASE_LOST" => (error, ""),
+            Some(error) => (error, "no worker id leased: "),
+        };
+        let mut refusal = ApiError::from(error);
+        refusal.message = format!("{prefix}{}", refusal.message);
+        if refusal.status == StatusCode::SERVICE_UNAVAILABLE && refusal.retry_at_ms.is_none() {
+            refusal.retry_at_ms = next_attempt;
+        }
+        Err(refusal)
+    }
+
+    /// Whether the wall clock is within the layout's lifetime; if not, records why.
+    fn clock_usable(&self) -> Result<(), LeaseError> {
+        match self.layout.check_time(clockflake_lease::wall_ms()) {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                let error = LeaseError::Core(error);
+                let mut last = lock(&self.last_error);
+                if last.as_ref().map(LeaseError::code) != Some(error.code()) {
+                    tracing::error!(
+                        code = error.code(),
+                        %error,
+                        "the clock is outside the layout's lifetime: serving no ids, asking \
+                         no coordinator, looking at the clock again every second"
+                    );
+                }
+                *last = Some(error.clone());
+                Err(error)
+            }
+        }
     }
 
     /// Asks the supervisor to look at the lease now (an id call saw `LEASE_LOST`).
@@ -113,15 +172,20 @@ impl Supervisor {
     }
 
     /// Leases once, in the caller's thread (start-up): a configuration error fails at once.
+    /// A configuration error (a bad URI, a layout the coordinator cannot serve) comes first;
+    /// then a clock outside the layout's lifetime is the reason given.
     pub fn lease_blocking(&self) -> Result<(), LeaseError> {
         match clockflake_lease::open(&self.uri, self.layout, self.options.clone()) {
             Ok(gen) => {
                 self.install(gen);
                 Ok(())
             }
+            Err(error) if !error.is_input_error() && self.clock_usable().is_err() => {
+                Err(lock(&self.last_error).clone().unwrap_or(error))
+            }
             Err(error) => {
-                self.lease_failures.fetch_add(1, Ordering::Relaxed);
-                *lock(&self.last_error) = Some((error.code(), error.to_string()));
+                Telemetry::open_failure(error.code());
+                *lock(&self.last_error) = Some(error.clone());
                 Err(error)
             }
         }
@@ -135,6 +199,7 @@ impl Supervisor {
         );
         self.leases.fetch_add(1, Ordering::Relaxed);
         *lock(&self.last_error) = None;
+        self.next_attempt_ms.store(0, Ordering::Relaxed);
         *write(&self.current) = Some(Arc::new(gen));
     }
 
@@ -174,10 +239,9 @@ impl Supervisor {
                 Some(gen) => {
                     let state = gen.stats().state;
                     self.leases_lost.fetch_add(1, Ordering::Relaxed);
-                    *lock(&self.last_error) = Some((
-                        "LEASE_LOST",
-                        format!("worker id {} lease {state}", gen.worker_id()),
-                    ));
+                    *lock(&self.last_error) = Some(LeaseError::LeaseLost {
+                        reason: format!("worker id {} lease {state}", gen.worker_id()),
+                    });
                     tracing::warn!(
                         worker_id = gen.worker_id(),
                         state,
@@ -190,6 +254,14 @@ impl Supervisor {
             }
             if self.stopping.load(Ordering::Acquire) {
                 break;
+            }
+            if self.clock_usable().is_err() {
+                self.schedule(CLOCK_RECHECK);
+                tokio::select! {
+                    () = tokio::time::sleep(CLOCK_RECHECK) => {}
+                    () = self.wake.notified() => {}
+                }
+                continue;
             }
             let this = Arc::clone(&self);
             let opened = tokio::task::spawn_blocking(move || {
@@ -206,9 +278,10 @@ impl Supervisor {
                     backoff = FIRST_BACKOFF;
                 }
                 Ok(Err(error)) => {
-                    self.lease_failures.fetch_add(1, Ordering::Relaxed);
+                    Telemetry::open_failure(error.code());
                     tracing::warn!(code = error.code(), %error, ?backoff, "leasing failed; retrying");
-                    *lock(&self.last_error) = Some((error.code(), error.to_string()));
+                    *lock(&self.last_error) = Some(error);
+                    self.schedule(backoff);
                     tokio::select! {
                         () = tokio::time::sleep(backoff) => {}
                         () = self.wake.notified() => {}
@@ -221,6 +294,15 @@ impl Supervisor {
                 }
             }
         }
+    }
+
+    /// Records when the next attempt to lease is due.
+    fn schedule(&self, after: Duration) {
+        let after_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        self.next_attempt_ms.store(
+            clockflake_lease::wall_ms().saturating_add(after_ms),
+            Ordering::Relaxed,
+        );
     }
 
     /// Marks the server as stopping (unready, no more leases).
@@ -244,7 +326,10 @@ impl Supervisor {
         }
         let active = gen.as_ref().is_some_and(|gen| gen.is_active());
         let deadline_in_ms = stats.as_ref().and_then(|s| s.deadline_in_ms);
+        let clock = self.layout.check_time(clockflake_lease::wall_ms());
+        let clock_in_range = clock.is_ok();
         let ready = active
+            && clock_in_range
             && !self.stopping.load(Ordering::Acquire)
             && deadline_in_ms.is_none_or(|ms| ms > self.ready_margin_ms);
         Snapshot {
@@ -256,8 +341,15 @@ impl Supervisor {
             totals,
             leases: self.leases.load(Ordering::Relaxed),
             leases_lost: self.leases_lost.load(Ordering::Relaxed),
-            lease_failures: self.lease_failures.load(Ordering::Relaxed),
-            last_error: lock(&self.last_error).clone(),
+            clock_in_range,
+            worker_ids: self.layout.max_worker_id().saturating_add(1),
+            // The clock out of range is the reason, also while a lease is still held.
+            last_error: match clock {
+                Err(error) => Some((error.code(), error.to_string())),
+                Ok(()) => lock(&self.last_error)
+                    .as_ref()
+                    .map(|error| (error.code(), error.to_string())),
+            },
         }
     }
 

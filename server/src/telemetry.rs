@@ -14,6 +14,7 @@ use crate::supervisor::Snapshot;
 
 const REQUESTS: &str = "clockflake_http_requests_total";
 const LATENCY: &str = "clockflake_http_request_duration_seconds";
+const OPEN_FAILURES: &str = "clockflake_lease_open_failures_total";
 
 /// Latency buckets, seconds: 50 µs to 10 s.
 const BUCKETS: [f64; 15] = [
@@ -32,9 +33,11 @@ fn status_label(status: StatusCode) -> &'static str {
     match status.as_u16() {
         200 => "200",
         400 => "400",
+        401 => "401",
         404 => "404",
         405 => "405",
         413 => "413",
+        422 => "422",
         500 => "500",
         501 => "501",
         503 => "503",
@@ -77,8 +80,18 @@ impl Telemetry {
             "Leases lost (deadline passed)"
         );
         describe_counter!(
-            "clockflake_lease_open_failures_total",
-            "Failed attempts to take a lease"
+            OPEN_FAILURES,
+            "Failed attempts to take a lease, by code (COORDINATOR_UNAVAILABLE, \
+             WORKER_POOL_EXHAUSTED, CLOCK_SKEW, ...)"
+        );
+        describe_gauge!(
+            "clockflake_clock_in_range",
+            "1 while the wall clock is within the layout's lifetime (0: before its epoch or \
+             past its last tick; no ids are served)"
+        );
+        describe_gauge!(
+            "clockflake_worker_ids",
+            "Worker ids in the layout's pool (the most generators that can hold one at once)"
         );
         describe_counter!(
             "clockflake_lease_renewals_total",
@@ -117,6 +130,11 @@ impl Telemetry {
         histogram!(LATENCY, "route" => route).record(elapsed.as_secs_f64());
     }
 
+    /// One failed attempt to take a lease, by its code.
+    pub fn open_failure(code: &'static str) {
+        counter!(OPEN_FAILURES, "code" => code).increment(1);
+    }
+
     pub fn retry_pause(&self) {
         counter!("clockflake_server_retry_pauses_total").increment(1);
     }
@@ -137,7 +155,8 @@ impl Telemetry {
         gauge!("clockflake_lease_deadline_seconds").set(deadline);
         counter!("clockflake_leases_total").absolute(snapshot.leases);
         counter!("clockflake_leases_lost_total").absolute(snapshot.leases_lost);
-        counter!("clockflake_lease_open_failures_total").absolute(snapshot.lease_failures);
+        gauge!("clockflake_clock_in_range").set(f64::from(u8::from(snapshot.clock_in_range)));
+        gauge!("clockflake_worker_ids").set(snapshot.worker_ids as f64);
         let totals = &snapshot.totals;
         counter!("clockflake_lease_renewals_total").absolute(totals.renewals);
         counter!("clockflake_lease_renewal_failures_total").absolute(totals.renewal_failures);

@@ -129,22 +129,25 @@ fn decode_route() {
     get(&server.url("/v1/decode/1?layout=nope")).assert_error(400, "UNKNOWN_LAYOUT");
     get(&server.url("/v1/decode/1?layout=twitter&layout=js53"))
         .assert_error(400, "INVALID_ARG_VALUE");
+    // Malformed: 400. Well-formed (1 to 20 digits, as openapi.json says) but past the
+    // layout's range: 422, the same code.
     for bad in [
         "abc",
         "-1",
         "1.0",
         "%20",
-        "9223372036854775808",
-        "18446744073709551616",
         "99999999999999999999999",
         "%FF%FE",
         "%E2%82%AC",
     ] {
         get(&server.url(&format!("/v1/decode/{bad}"))).assert_error(400, "INVALID_ID");
     }
+    for past in ["9223372036854775808", "18446744073709551616"] {
+        get(&server.url(&format!("/v1/decode/{past}"))).assert_error(422, "INVALID_ID");
+    }
     // Above js53's 52 bits.
     get(&server.url(&format!("/v1/decode/{}?layout=js53", 1u64 << 60)))
-        .assert_error(400, "INVALID_ID");
+        .assert_error(422, "INVALID_ID");
     get(&server.url("/v1/decode/")).assert_error(404, "NOT_FOUND");
     get(&server.url("/v1/decode/1/2")).assert_error(404, "NOT_FOUND");
 }
@@ -203,7 +206,16 @@ fn public_ids_configured_and_not() {
     post("/v1/public/encode", br#"{"id":1}"#).assert_error(400, "INVALID_ARG_TYPE");
     post("/v1/public/encode", br#"{"id":null}"#).assert_error(400, "INVALID_ARG_TYPE");
     post("/v1/public/encode", br#"{"id":"-1"}"#).assert_error(400, "INVALID_ID");
-    post("/v1/public/encode", br#"{"id":"9223372036854775808"}"#).assert_error(400, "INVALID_ID");
+    post("/v1/public/encode", br#"{"id":"9223372036854775808"}"#).assert_error(422, "INVALID_ID");
+    // Only the documented field (a misspelt one is not ignored).
+    post("/v1/public/encode", br#"{"id":"1","Id":"2"}"#).assert_error(400, "INVALID_REQUEST");
+    post(
+        "/v1/public/decode",
+        br#"{"public":"0000000000000000","x":1}"#,
+    )
+    .assert_error(400, "INVALID_REQUEST");
+    post("/v1/public/decode", br#"{"public":"000000000000000U"}"#)
+        .assert_error(400, "INVALID_PUBLIC_ID");
     post("/v1/public/decode", br#"{"public":"short"}"#).assert_error(400, "INVALID_PUBLIC_ID");
     let mut typo = expected.as_str().as_bytes().to_vec();
     typo[5] = if typo[5] == b'A' { b'B' } else { b'A' };
@@ -211,7 +223,7 @@ fn public_ids_configured_and_not() {
         "/v1/public/decode",
         format!(r#"{{"public":"{}"}}"#, String::from_utf8(typo).unwrap()).as_bytes(),
     )
-    .assert_error(400, "INVALID_PUBLIC_ID");
+    .assert_error(422, "INVALID_PUBLIC_ID");
     let unknown_version = PublicIds::new(7, hex(KEY_HEX))
         .unwrap()
         .encode_text(1)
@@ -220,7 +232,7 @@ fn public_ids_configured_and_not() {
         "/v1/public/decode",
         format!(r#"{{"public":"{unknown_version}"}}"#).as_bytes(),
     )
-    .assert_error(400, "UNKNOWN_KEY_VERSION");
+    .assert_error(422, "UNKNOWN_KEY_VERSION");
     let big = format!(r#"{{"id":"1","pad":"{}"}}"#, "x".repeat(5000));
     post("/v1/public/encode", big.as_bytes()).assert_error(413, "PAYLOAD_TOO_LARGE");
     // A huge body sent raw: 413 (or the connection closed after it), never a crash.
@@ -356,6 +368,9 @@ fn unavailable_coordinator_and_bad_configuration() {
     let reply = get(&server.url("/v1/id"));
     let body = reply.assert_error(503, "COORDINATOR_UNAVAILABLE");
     assert!(!body["message"].as_str().unwrap().contains("password"));
+    // retryAtMs: the supervisor's next attempt, within its longest backoff.
+    let retry_at = body["retryAtMs"].as_u64().expect("retryAtMs");
+    assert!(retry_at <= clockflake_lease::wall_ms() + 6_000, "{body}");
     get(&server.url("/v1/ids?count=3")).assert_error(503, "COORDINATOR_UNAVAILABLE");
     // Input errors still win over the missing lease.
     get(&server.url("/v1/ids?count=0")).assert_error(400, "INVALID_ARG_VALUE");
@@ -409,6 +424,300 @@ fn unavailable_coordinator_and_bad_configuration() {
         );
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!stderr.contains("zz"), "key echoed: {stderr}");
+    }
+}
+
+/// With CLOCKFLAKE_PUBLIC_TOKEN the public-id routes need `Authorization: Bearer TOKEN`: 401
+/// UNAUTHORIZED with WWW-Authenticate otherwise (before saying whether keys are set), and the
+/// token is never echoed. The id routes stay open.
+#[test]
+fn public_routes_token() {
+    const TOKEN: &str = "s3cret-token-0123456789";
+    let server = Server::start(
+        &file_lease("token"),
+        &[],
+        &[
+            ("CLOCKFLAKE_PUBLIC_KEY", &format!("1:{KEY_HEX}")),
+            ("CLOCKFLAKE_PUBLIC_TOKEN", TOKEN),
+        ],
+    );
+    let post = |auth: Option<&str>| {
+        let mut request = common::client()
+            .post(server.url("/v1/public/encode"))
+            .header("content-type", "application/json")
+            .body(r#"{"id":"42"}"#);
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        common::send(request)
+    };
+    for auth in [
+        None,
+        Some("Bearer wrong-token-0123456789"),
+        Some(&format!("Bearer {TOKEN}x")[..]),
+        Some(&format!("bearer{TOKEN}")[..]),
+        Some(TOKEN),
+    ] {
+        let reply = post(auth);
+        let body = reply.assert_error(401, "UNAUTHORIZED");
+        assert!(reply.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer"));
+        assert!(!body.to_string().contains("s3cret"), "{body}");
+    }
+    let ok = post(Some(&format!("Bearer {TOKEN}")));
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(get(&server.url("/v1/id")).status, 200);
+    drop(server);
+    let lease = file_lease("token-bad");
+    for (name, value) in [
+        ("CLOCKFLAKE_PUBLIC_TOKEN", "short"),
+        ("CLOCKFLAKE_PUBLIC_TOKEN", "has a space in it 0123456789"),
+        ("CLOCKFLAKE_PUBLIC_TOKEN_FILE", "/nonexistent/token"),
+    ] {
+        let output = std::process::Command::new(common::SERVER)
+            .args(["--lease", &lease, "--listen", "127.0.0.1:0"])
+            .env(name, value)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{name}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("has a space"), "token echoed: {stderr}");
+    }
+}
+
+/// HTTPS with --tls-cert and --tls-key (a throwaway certificate from openssl, checked by curl
+/// against it): ids over TLS, plain HTTP refused, and bad files stop the server with code 2.
+#[test]
+fn tls_listener() {
+    let tools = ["openssl", "curl"].iter().all(|tool| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+            || std::process::Command::new(tool)
+                .arg("version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+    });
+    if !tools {
+        assert!(
+            std::env::var("CLOCKFLAKE_SERVER_REQUIRED").as_deref() != Ok("1"),
+            "openssl and curl are needed"
+        );
+        eprintln!("skipped: openssl or curl not found");
+        return;
+    }
+    let dir = common::temp_dir("tls");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let lease = file_lease("tls");
+    let mut command = std::process::Command::new(common::SERVER);
+    command
+        .args(["--lease", &lease, "--listen", "127.0.0.1:0"])
+        .args(["--tls-cert", cert, "--tls-key", key])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let base = line.trim().rsplit(' ').next().unwrap().to_owned();
+    assert!(base.starts_with("https://"), "{line}");
+    let curl = |url: &str, extra: &[&str]| {
+        std::process::Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--cacert", cert])
+            .args(extra)
+            .arg(url)
+            .output()
+            .unwrap()
+    };
+    let over_tls = curl(&format!("{base}/v1/id"), &[]);
+    assert!(over_tls.status.success(), "{over_tls:?}");
+    let body: serde_json::Value = serde_json::from_slice(&over_tls.stdout).unwrap();
+    assert!(
+        body["id"].as_str().unwrap().parse::<u64>().is_ok(),
+        "{body}"
+    );
+    let plain = curl(&base.replace("https://", "http://"), &[]);
+    assert!(
+        !plain.status.success(),
+        "plain HTTP answered on the TLS port"
+    );
+    // Still serving after a failed handshake.
+    assert!(curl(&format!("{base}/healthz"), &[]).status.success());
+    let _ = child.kill();
+    let _ = child.wait();
+    for (cert_arg, key_arg) in [(cert, "/nonexistent/key.pem"), (key, key), (cert, cert)] {
+        let output = std::process::Command::new(common::SERVER)
+            .args(["--lease", &lease, "--listen", "127.0.0.1:0"])
+            .args(["--tls-cert", cert_arg, "--tls-key", key_arg])
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{cert_arg} {key_arg}: {output:?}"
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("PRIVATE KEY"), "key echoed: {stderr}");
+    }
+}
+
+/// The clock outside the layout's lifetime (a custom layout whose timestamp field ran out in
+/// 1970, one whose epoch is in 2099): the id routes answer the real code, not
+/// COORDINATOR_UNAVAILABLE: TIMESTAMP_EXHAUSTED is a 500 with no retryAtMs (final for this
+/// clock), EPOCH_IN_FUTURE a 503 with retryAtMs at the epoch. The server stays up and unready,
+/// takes no lease (it asks the coordinator once at start, then only looks at the clock), and
+/// says why on /readyz and /metrics.
+#[test]
+fn clock_outside_the_layout_lifetime() {
+    let epoch_2099 = 4_070_908_800_000u64;
+    for (layout, status, code, retry_at) in [
+        (
+            "timestamp:20,worker:7,sequence:12;epoch=0".to_owned(),
+            500,
+            "TIMESTAMP_EXHAUSTED",
+            None,
+        ),
+        (
+            "timestamp:41,clock_seq:3,worker:7,sequence:12;unit=1ms;epoch=2099-01-01T00:00:00Z"
+                .to_owned(),
+            503,
+            "EPOCH_IN_FUTURE",
+            Some(epoch_2099),
+        ),
+    ] {
+        let dir = common::temp_dir("clock-range");
+        let lease = format!("file://{}?app=clock", dir.join("leases").display());
+        let server = Server::start(&lease, &["--layout", &layout], &[]);
+        for path in ["/v1/id", "/v1/ids?count=2"] {
+            let body = get(&server.url(path)).assert_error(status, code);
+            assert_eq!(body["retryAtMs"].as_u64(), retry_at, "{layout}: {body}");
+        }
+        let (ready_status, ready) = server.readiness();
+        assert_eq!(ready_status, 503, "{ready}");
+        assert_eq!(ready["lastError"]["code"], code, "{ready}");
+        let metrics = get(&server.url("/metrics")).body;
+        assert!(metrics.contains("clockflake_clock_in_range 0"), "{metrics}");
+        // Ids still decode under the layout; no coordinator was asked.
+        assert_eq!(get(&server.url("/v1/decode/1")).status, 200);
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        get(&server.url("/v1/id")).assert_error(status, code);
+        assert_eq!(server.readiness().1["leases"], 0);
+    }
+}
+
+/// Debian's libfaketime, which fakes the clock of the process it is preloaded into.
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// The same with the default preset and the process's own clock faked (libfaketime, read
+/// from a file on every call): at 2100 the server answers 500 TIMESTAMP_EXHAUSTED; when the
+/// clock is set right it leases and serves ids with no restart. At 1999, 503 EPOCH_IN_FUTURE
+/// with retryAtMs at clockseq's epoch.
+#[test]
+fn faked_clock_outside_the_layout_and_back() {
+    if !std::path::Path::new(LIBFAKETIME).exists() {
+        assert!(
+            std::env::var("CLOCKFLAKE_SERVER_REQUIRED").as_deref() != Ok("1"),
+            "{LIBFAKETIME} not found (make setup-faketime installs it)"
+        );
+        eprintln!("skipped: {LIBFAKETIME} not found (make setup-faketime installs it)");
+        return;
+    }
+    let dir = common::temp_dir("faketime");
+    let clock = dir.join("faketime");
+    let clock_text = clock.to_str().unwrap();
+    let env = [
+        ("LD_PRELOAD", LIBFAKETIME),
+        ("FAKETIME_TIMESTAMP_FILE", clock_text),
+        ("FAKETIME_NO_CACHE", "1"),
+        ("DONT_FAKE_MONOTONIC", "1"),
+    ];
+    std::fs::write(&clock, "@2100-01-01 00:00:00\n").unwrap();
+    let server = Server::start(&file_lease("faketime-2100"), &[], &env);
+    let body = get(&server.url("/v1/id")).assert_error(500, "TIMESTAMP_EXHAUSTED");
+    assert!(body["retryAtMs"].is_null(), "{body}");
+    let (status, ready) = server.readiness();
+    assert_eq!(status, 503);
+    assert_eq!(ready["lastError"]["code"], "TIMESTAMP_EXHAUSTED", "{ready}");
+    // The clock set right: a lease within the supervisor's next look (1 s), then ids of now.
+    std::fs::write(&clock, "+0\n").unwrap();
+    server.wait_ready(std::time::Duration::from_secs(10));
+    let id: u64 = get(&server.url("/v1/id")).json()["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let parts = Layout::CLOCKSEQ.decode(id).unwrap();
+    assert!(parts.timestamp_ms.abs_diff(clockflake_lease::wall_ms()) < 60_000);
+    drop(server);
+
+    std::fs::write(&clock, "@1999-01-01 00:00:00\n").unwrap();
+    let server = Server::start(&file_lease("faketime-1999"), &[], &env);
+    let body = get(&server.url("/v1/id")).assert_error(503, "EPOCH_IN_FUTURE");
+    assert_eq!(body["retryAtMs"], Layout::CLOCKSEQ.epoch_ms(), "{body}");
+}
+
+/// A custom layout on the command line is core's: the same as the preset it spells out, and
+/// refused with exit code 2 when core refuses it.
+#[test]
+fn custom_layout() {
+    let spec = "timestamp:41,worker:10,sequence:12;unit=1ms;epoch=1288834974657";
+    let server = Server::start(&file_lease("custom"), &["--layout", spec], &[]);
+    let id: u64 = get(&server.url("/v1/id")).json()["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let parts = Layout::TWITTER.decode(id).unwrap();
+    assert!(parts.timestamp_ms.abs_diff(clockflake_lease::wall_ms()) < 60_000);
+    let decoded = get(&server.url(&format!("/v1/decode/{id}"))).json();
+    assert_eq!(decoded["workerId"], parts.worker_id);
+    drop(server);
+    let lease = file_lease("custom-bad");
+    for bad in [
+        "timestamp:41,worker:10,sequence:13;epoch=0",
+        "timestamp:41,worker:10;epoch=0",
+        "timestamp:41,worker:10,sequence:12",
+        "worker:10,timestamp:41,sequence:12;epoch=0",
+    ] {
+        let output = std::process::Command::new(common::SERVER)
+            .args([
+                "--lease",
+                &lease,
+                "--listen",
+                "127.0.0.1:0",
+                "--layout",
+                bad,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{bad}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--layout"), "{bad}: {stderr}");
     }
 }
 

@@ -1,8 +1,8 @@
 //! Server instances sharing one PostgreSQL pool or one ZooKeeper under load from a real load
-//! generator (`oha`), one of them frozen past its lease TTL; and SIGTERM under load.
+//! generator (Debian's `wrk`), one of them frozen past its lease TTL; and SIGTERM under load.
 //!
 //! Needs `CLOCKFLAKE_PG_URL` / `CLOCKFLAKE_ZK_URL` (make test-server starts both in temp
-//! dirs) and `oha`; without them these tests say so and pass, unless
+//! dirs) and `wrk`; without them these tests say so and pass, unless
 //! `CLOCKFLAKE_SERVER_REQUIRED=1` (make test-server sets it), which makes a missing one fail.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -35,11 +35,11 @@ fn env_or_skip(name: &str) -> Option<String> {
     }
 }
 
-fn oha_or_skip() -> Option<PathBuf> {
-    let found = common::oha();
+fn wrk_or_skip() -> Option<PathBuf> {
+    let found = common::wrk();
     if found.is_none() {
-        assert!(!required(), "oha not found (make setup-oha installs it)");
-        eprintln!("skipped: oha not found (make setup-oha installs it)");
+        assert!(!required(), "wrk not found (make setup-wrk installs it)");
+        eprintln!("skipped: wrk not found (make setup-wrk installs it)");
     }
     found
 }
@@ -104,43 +104,68 @@ fn watcher(base: String, stop: Arc<AtomicBool>) -> JoinHandle<Vec<(u64, u16)>> {
     })
 }
 
-/// A bounded load: 2 connections, at most 1000 requests per second.
-fn start_oha(oha: &PathBuf, url: &str, seconds: u64) -> Child {
-    Command::new(oha)
+/// wrk's script: each connection pauses 2 ms after every response (so 2 connections send at
+/// most 1000 requests per second), and the status codes of all threads are printed at the end
+/// as `status CODE COUNT` lines.
+const WRK_SCRIPT: &str = r#"
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) counts = {} end
+function delay() return 2 end
+function response(status, headers, body) counts[status] = (counts[status] or 0) + 1 end
+function done(summary, latency, requests)
+  local total = {}
+  for _, thread in ipairs(threads) do
+    for status, n in pairs(thread:get("counts")) do total[status] = (total[status] or 0) + n end
+  end
+  for status, n in pairs(total) do io.write(string.format("status %d %d\n", status, n)) end
+end
+"#;
+
+/// A bounded load: 2 connections, at most 1000 requests per second, for `seconds`.
+fn start_load(wrk: &PathBuf, url: &str, seconds: u64) -> Child {
+    let script = common::temp_dir("wrk").join("load.lua");
+    std::fs::write(&script, WRK_SCRIPT).unwrap();
+    Command::new(wrk)
         .args([
-            "-z",
-            &format!("{seconds}s"),
+            "-t",
+            "1",
             "-c",
             "2",
-            "-q",
-            "1000",
-            "--no-tui",
+            "-d",
+            &format!("{seconds}s"),
+            "--timeout",
+            "5s",
         ])
-        .args(["--output-format", "json", url])
+        .arg("-s")
+        .arg(&script)
+        .arg(url)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("spawn oha")
+        .expect("spawn wrk")
 }
 
-/// oha's status code distribution.
-fn oha_statuses(child: Child) -> BTreeMap<String, u64> {
+/// The status codes wrk saw, with their counts.
+fn load_statuses(child: Child) -> BTreeMap<String, u64> {
     let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "oha failed: {output:?}");
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    report["statusCodeDistribution"]
-        .as_object()
-        .unwrap_or_else(|| panic!("no statusCodeDistribution in {report}"))
-        .iter()
-        .map(|(code, n)| (code.clone(), n.as_u64().unwrap()))
-        .collect()
+    assert!(output.status.success(), "wrk failed: {output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let statuses: BTreeMap<String, u64> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("status "))
+        .filter_map(|rest| rest.split_once(' '))
+        .map(|(code, n)| (code.to_owned(), n.trim().parse().unwrap()))
+        .collect();
+    assert!(!statuses.is_empty(), "no status counts from wrk:\n{text}");
+    statuses
 }
 
 /// Three servers on one coordinator under a bounded load; the first one (TTL 1 s) is frozen
 /// (SIGSTOP) for 2.5 s while a fourth takes a worker id, then thawed. The other two lease with
 /// a 5 s TTL, so that the load on this 2-core machine cannot starve their renewals.
 fn fleet(name: &str, lease: impl Fn(&str) -> String, rival_takes_frozen_worker: bool) {
-    let Some(oha) = oha_or_skip() else { return };
+    let Some(wrk) = wrk_or_skip() else { return };
     let short = lease("1s");
     let servers: Vec<Server> = ["1s", "5s", "5s"]
         .iter()
@@ -166,7 +191,7 @@ fn fleet(name: &str, lease: impl Fn(&str) -> String, rival_takes_frozen_worker: 
     let stop = Arc::new(AtomicBool::new(false));
     let loads: Vec<Child> = servers
         .iter()
-        .map(|s| start_oha(&oha, &s.url("/v1/id"), 7))
+        .map(|s| start_load(&wrk, &s.url("/v1/id"), 7))
         .collect();
     let collectors: Vec<JoinHandle<Seen>> = servers
         .iter()
@@ -219,7 +244,7 @@ fn fleet(name: &str, lease: impl Fn(&str) -> String, rival_takes_frozen_worker: 
     let new_worker = recovered["workerId"].as_u64().unwrap();
     std::thread::sleep(Duration::from_millis(500));
 
-    let statuses: Vec<BTreeMap<String, u64>> = loads.into_iter().map(oha_statuses).collect();
+    let statuses: Vec<BTreeMap<String, u64>> = loads.into_iter().map(load_statuses).collect();
     stop.store(true, Ordering::Relaxed);
     let seen: Vec<Seen> = collectors.into_iter().map(|c| c.join().unwrap()).collect();
     let readiness = watch.join().unwrap();
@@ -254,12 +279,12 @@ fn fleet(name: &str, lease: impl Fn(&str) -> String, rival_takes_frozen_worker: 
     for (i, distribution) in statuses.iter().enumerate() {
         assert!(
             distribution.get("200").is_some_and(|n| *n > 0),
-            "{name}: oha {i}: {distribution:?}"
+            "{name}: wrk {i}: {distribution:?}"
         );
         for code in distribution.keys() {
             assert!(
                 code == "200" || code == "503",
-                "{name}: oha {i}: {distribution:?}"
+                "{name}: wrk {i}: {distribution:?}"
             );
         }
     }
@@ -305,13 +330,17 @@ fn fleet(name: &str, lease: impl Fn(&str) -> String, rival_takes_frozen_worker: 
         .count();
     assert!(refused_after >= 1, "{name}: no 503 after the thaw");
     assert!(red_after >= 1, "{name}: /readyz never red after the thaw");
+    // The metric counts every lost lease: one, or more when a later lease was lost under load
+    // too (as /readyz says).
+    let lost = frozen.readiness().1["leasesLost"].as_u64().unwrap();
+    assert!(lost >= 1, "{name}: leasesLost {lost}");
     let metrics = common::get(&frozen.url("/metrics")).body;
     assert!(
-        metrics.contains("clockflake_leases_lost_total 1"),
-        "{metrics}"
+        metrics.contains(&format!("clockflake_leases_lost_total {lost}\n")),
+        "{name}: leasesLost {lost}: {metrics}"
     );
     eprintln!(
-        "{name}: {total} ids unique from 4 servers; oha {statuses:?}; frozen server: worker \
+        "{name}: {total} ids unique from 4 servers; wrk {statuses:?}; frozen server: worker \
          {} -> {new_worker}, {} ids after the thaw, {refused_after} refusals and {red_after} red \
          /readyz after it",
         workers[0],

@@ -248,20 +248,18 @@ impl Rng {
     }
 }
 
-/// Where the load generator is: `$CLOCKFLAKE_OHA`, else `oha` on the PATH or in ~/.cargo/bin.
-pub fn oha() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("CLOCKFLAKE_OHA") {
+/// Where the load generator is: `$CLOCKFLAKE_WRK`, else Debian's `wrk` on the PATH.
+pub fn wrk() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CLOCKFLAKE_WRK") {
         return Some(PathBuf::from(path));
     }
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+    std::env::var_os("PATH")
         .map(|paths| {
             std::env::split_paths(&paths)
-                .map(|p| p.join("oha"))
-                .collect()
+                .map(|p| p.join("wrk"))
+                .collect::<Vec<_>>()
         })
-        .unwrap_or_default();
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(PathBuf::from(home).join(".cargo/bin/oha"));
-    }
-    candidates.into_iter().find(|path| path.is_file())
+        .unwrap_or_default()
+        .into_iter()
+        .find(|path| path.is_file())
 }
