@@ -102,7 +102,7 @@ export function formatMessage(code, kind, f) {
     case 'INVALID_STATE': return `invalid state: ${stateProblem(kind, f)}`;
     case 'CLOCK_NOT_ADVANCING': return `clock not advancing: waited for ${a} Unix ms but the clock still reads ${b}`;
     case 'WORKER_ID_INVALIDATED':
-      return "worker id invalidated: this generator's worker id belongs to another process (after a fork); give it a new worker id";
+      return "worker id invalidated: this generator's worker id belongs to another process (after a fork, another copy of the process or restored()); give it a new worker id";
     case 'GENERATOR_CLOSED': return 'generator closed: close() was called; make a new generator';
     case 'LEASE_LOST': return 'lease lost: the worker-id lease expired without renewal; another holder may have the worker id now';
     case 'WORKER_POOL_EXHAUSTED':

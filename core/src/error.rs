@@ -472,7 +472,7 @@ impl fmt::Display for Error {
                 "generator closed: close() was called; make a new generator",
             ),
             Error::WorkerIdInvalidated => f.write_str(
-                "worker id invalidated: this generator's worker id belongs to another process (after a fork); give it a new worker id",
+                "worker id invalidated: this generator's worker id belongs to another process (after a fork, another copy of the process or restored()); give it a new worker id",
             ),
             Error::LeaseLost => f.write_str(
                 "lease lost: the worker-id lease expired without renewal; another holder may have the worker id now",
