@@ -204,7 +204,8 @@ class ClockNotAdvancingError(ClockflakeError, RuntimeError):
 
 
 class WorkerIdInvalidatedError(ClockflakeError, RuntimeError):
-    """The generator's worker id belongs to another process (after ``os.fork()``): make a new one."""
+    """The generator's worker id belongs to another process (after ``os.fork()``, any other copy
+    of the process, or ``restored()``): make a new one."""
 
     code = "WORKER_ID_INVALIDATED"
 
