@@ -60,6 +60,8 @@ mod per_process;
 #[cfg(feature = "postgres")]
 mod pg;
 mod private_fs;
+#[doc(hidden)]
+pub mod protocol;
 mod record;
 #[cfg(feature = "redis")]
 mod redis;

@@ -546,7 +546,7 @@ impl PostgresCoordinator {
         let skew = self
             .max_skew
             .unwrap_or(crate::coordinator::DEFAULT_MAX_SKEW);
-        u64::try_from((self.ttl + 2 * skew).as_millis()).unwrap_or(u64::MAX)
+        crate::protocol::failover::fence_ms(self.ttl, skew)
     }
 
     /// The owner token this coordinator writes into the rows it holds.
@@ -727,21 +727,6 @@ impl PostgresCoordinator {
     }
 }
 
-/// `state` as a grant of its stale row will leave it: every mark at least `fence_ms`.
-fn fenced(layout: &Layout, state: Option<State>, fence_ms: u64) -> State {
-    let mut state = state.unwrap_or(State {
-        layout_fingerprint: layout.fingerprint(),
-        worker_id: 0,
-        clock_seq: 0,
-        high_water_ms: [None; MAX_CLOCK_SEQS],
-    });
-    let count = usize::try_from(layout.clock_seqs()).unwrap_or(MAX_CLOCK_SEQS);
-    for mark in state.high_water_ms.iter_mut().take(count) {
-        *mark = Some(mark.map_or(fence_ms, |ms| ms.max(fence_ms)));
-    }
-    state
-}
-
 fn marks_of(state: &State) -> Vec<Option<i64>> {
     state
         .high_water_ms
@@ -791,7 +776,11 @@ impl Coordinator for PostgresCoordinator {
                 let state = self.state_of(row, u64::try_from(worker).unwrap_or(0), leased_before);
                 let state = match state {
                     Ok(state) if row.get::<_, bool>("stale") => {
-                        Ok(Some(fenced(layout, state, now_ms.saturating_add(fence_ms))))
+                        Ok(Some(crate::protocol::failover::fenced(
+                            layout,
+                            state,
+                            now_ms.saturating_add(fence_ms),
+                        )))
                     }
                     other => other,
                 };

@@ -19,12 +19,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use clockflake::{
-    Clock, Error, Field, Generator, IdBlock, Layout, Options, Policy, State, MAX_CLOCK_SEQS,
-};
+use clockflake::{Clock, Error, Field, Generator, IdBlock, Layout, Options, State};
 
 use crate::clock::boot_ms;
 use crate::coordinator::Grant;
+use crate::protocol::{self, Book, Terms};
 use crate::{Coordinator, LeaseError};
 
 mod renewer;
@@ -109,10 +108,7 @@ struct Shared {
     fork_generation: u64,
     pid: u32,
     cs_mask: u64,
-    ahead_ms: u64,
-    reserve_ms: u64,
-    ttl_ms: Option<u64>,
-    margin_ms: u64,
+    terms: Terms,
     /// Wall ms from which the first id can be issued after a handover (0: at once).
     ready_at_ms: u64,
     max_handover_wait_ms: u64,
@@ -250,105 +246,69 @@ impl LeasedGenerator {
     ) -> Result<impl FnOnce(Box<dyn Coordinator>, String) -> Shared, LeaseError> {
         let now_ms = time.now_ms();
         layout.check_time(now_ms)?;
-        let mut state = match grant.state {
-            Some(state) => {
-                if state.worker_id != grant.worker_id {
-                    return Err(LeaseError::corrupt(
-                        format!(
-                            "{} worker id {}",
-                            coordinator.redacted_uri(),
-                            grant.worker_id
-                        ),
-                        format!("the record names worker id {}", state.worker_id),
-                    ));
-                }
-                state
+        let (state, ready_at_ms) = protocol::resume(&layout, grant, now_ms, || {
+            format!(
+                "{} worker id {}",
+                coordinator.redacted_uri(),
+                grant.worker_id
+            )
+        })?;
+        // Core names a record of another layout or clock sequence (`INVALID_STATE`).
+        let gen = Generator::resume(layout, &state, options.generator)?;
+        let clock_seq = state.clock_seq;
+        let terms = Terms::new(
+            grant.ttl,
+            reserve,
+            gen.policy(),
+            options.generator.max_drift_ms,
+        );
+        // The first reservation, persisted before any id. When that write was slow, once more
+        // with room for its latency, so that the first ids do not find it spent before the
+        // renewal thread's first turn.
+        let mut until_ms = 0;
+        let mut latency_ms = 0;
+        for _ in 0..2 {
+            let start_ms = time.now_ms().max(now_ms).max(ready_at_ms);
+            until_ms = protocol::first_reservation(&terms, start_ms, latency_ms, until_ms);
+            let mut first = gen.state();
+            first.reserve(until_ms);
+            let renew_sent_ms = boot_ms();
+            coordinator.renew(&first)?;
+            latency_ms = boot_ms().saturating_sub(renew_sent_ms);
+            if !protocol::first_write_was_slow(&terms, latency_ms) {
+                break;
             }
-            None => State {
-                layout_fingerprint: layout.fingerprint(),
-                worker_id: grant.worker_id,
-                clock_seq: 0,
-                high_water_ms: [None; MAX_CLOCK_SEQS],
-            },
-        };
-        if state.layout_fingerprint == layout.fingerprint() && state.clock_seq < layout.clock_seqs()
-        {
-            let (clock_seq, ready_at_ms) = state.resume_point(&layout, now_ms);
-            state.clock_seq = clock_seq;
-            let gen = Generator::resume(layout, &state, options.generator)?;
-            let policy = gen.policy();
-            let ahead_ms = if policy == Policy::Logical {
-                options.generator.max_drift_ms
-            } else {
-                0
-            };
-            let reserve_ms = reserve.as_millis() as u64;
-            let ttl_ms = grant.ttl.map(|ttl| ttl.as_millis() as u64);
-            // Stop a tenth of the TTL (at least 20 ms) before the lease could expire.
-            let margin_ms = ttl_ms.map_or(0, |ttl| (ttl / 10).max(20));
-            // The first reservation, persisted before any id. When that write was slow (a
-            // quarter of the reservation or more), once more with room for its latency, so
-            // that the first ids do not find it spent before the renewal thread's first turn.
-            let mut until_ms = 0;
-            let mut latency_ms = 0;
-            for _ in 0..2 {
-                let start_ms = time.now_ms().max(now_ms).max(ready_at_ms);
-                until_ms = until_ms.max(start_ms + reserve_ms + ahead_ms + 2 * latency_ms);
-                let mut first = gen.state();
-                first.reserve(until_ms);
-                let renew_sent_ms = boot_ms();
-                coordinator.renew(&first)?;
-                latency_ms = boot_ms().saturating_sub(renew_sent_ms);
-                if latency_ms < reserve_ms / 4 {
-                    break;
-                }
-            }
-            let deadline = match ttl_ms {
-                Some(ttl) => sent_boot_ms + ttl.saturating_sub(margin_ms),
-                None => u64::MAX,
-            };
-            let max_handover_wait_ms = options.max_handover_wait.as_millis() as u64;
-            return Ok(move |coordinator, redacted_uri| Shared {
-                gen,
-                time,
-                deadline_boot_ms: AtomicU64::new(deadline),
-                reserved_wall_ms: AtomicU64::new(until_ms - ahead_ms),
-                reserved_cs_bits: AtomicU64::new(layout.place(Field::ClockSeq, clock_seq)),
-                lifecycle: AtomicU8::new(ACTIVE),
-                wanted_wall_ms: AtomicU64::new(0),
-                forked: AtomicBool::new(false),
-                fork_generation: crate::fork::watch(),
-                pid: std::process::id(),
-                cs_mask: layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq),
-                ahead_ms,
-                reserve_ms,
-                ttl_ms,
-                margin_ms,
-                ready_at_ms,
-                max_handover_wait_ms,
-                redacted_uri,
-                control: Mutex::new(Control {
-                    coordinator,
-                    until_ms,
-                    reserved_cs: clock_seq,
-                    latency_ms,
-                    renewed_boot_ms: sent_boot_ms,
-                }),
-                notes: Mutex::new(Notes::default()),
-                signal: Mutex::new(Signal::default()),
-                wake: Condvar::new(),
-                renewed: Condvar::new(),
-                counters: Counters {
-                    renewals: AtomicU64::new(1),
-                    ..Counters::default()
-                },
-            });
         }
-        // Let core name the problem (layout mismatch, clock sequence out of range).
-        Generator::resume(layout, &state, options.generator)?;
-        Err(LeaseError::Core(Error::InvalidState(
-            clockflake::StateProblem::ClockSeqOutOfRange,
-        )))
+        let max_handover_wait_ms = options.max_handover_wait.as_millis() as u64;
+        Ok(move |coordinator, redacted_uri| Shared {
+            gen,
+            time,
+            deadline_boot_ms: AtomicU64::new(terms.deadline_after(sent_boot_ms)),
+            reserved_wall_ms: AtomicU64::new(until_ms - terms.ahead_ms),
+            reserved_cs_bits: AtomicU64::new(layout.place(Field::ClockSeq, clock_seq)),
+            lifecycle: AtomicU8::new(ACTIVE),
+            wanted_wall_ms: AtomicU64::new(0),
+            forked: AtomicBool::new(false),
+            fork_generation: crate::fork::watch(),
+            pid: std::process::id(),
+            cs_mask: layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq),
+            terms,
+            ready_at_ms,
+            max_handover_wait_ms,
+            redacted_uri,
+            control: Mutex::new(Control {
+                coordinator,
+                book: Book::started(until_ms, clock_seq, latency_ms, sent_boot_ms),
+            }),
+            notes: Mutex::new(Notes::default()),
+            signal: Mutex::new(Signal::default()),
+            wake: Condvar::new(),
+            renewed: Condvar::new(),
+            counters: Counters {
+                renewals: AtomicU64::new(1),
+                ..Counters::default()
+            },
+        })
     }
 
     /// The leased worker id.

@@ -4,6 +4,7 @@
 use super::stats::WaitTimer;
 use super::{lock, Shared, ACTIVE, RENEWAL_WAIT};
 use crate::clock::boot_ms;
+use crate::protocol::Book;
 use crate::{Coordinator, LeaseError};
 use clockflake::Field;
 use std::sync::atomic::Ordering;
@@ -17,15 +18,8 @@ pub(super) const LOOK_INTERVAL_MS: u64 = 100;
 /// during coordinator I/O: no id call ever takes it.
 pub(super) struct Control {
     pub(super) coordinator: Box<dyn Coordinator>,
-    /// The reservation last persisted: no id of `reserved_cs` carries a later time.
-    pub(super) until_ms: u64,
-    /// The clock sequence the last persisted reservation is for.
-    pub(super) reserved_cs: u64,
-    /// How long the last renewal took: reservations are made that much longer, so that a
-    /// slow disk or network never leaves them expired by the time they are persisted.
-    pub(super) latency_ms: u64,
-    /// Boot ms the last successful renewal was sent at.
-    pub(super) renewed_boot_ms: u64,
+    /// What the last persisted reservation covers and when the lease was last renewed.
+    pub(super) book: Book,
 }
 
 /// Words for people, behind a mutex never held across I/O.
@@ -69,11 +63,7 @@ pub(super) fn renew_thread(shared: &Shared) {
 }
 
 pub(super) fn renew_loop(shared: &Shared) {
-    let interval_ms = match shared.ttl_ms {
-        Some(ttl) => (ttl / 4).min(shared.reserve_ms / 4),
-        None => shared.reserve_ms / 4,
-    }
-    .max(5);
+    let interval_ms = shared.terms.renew_interval_ms();
     let mut retry_boot_ms = 0;
     loop {
         {
@@ -110,12 +100,16 @@ pub(super) fn renew_loop(shared: &Shared) {
         let boot = boot_ms();
         let wanted = shared.wanted_wall_ms.load(Ordering::Acquire);
         let reserved = shared.reserved_wall_ms.load(Ordering::Acquire);
-        let due = boot >= retry_boot_ms
-            && (shared.ttl_ms.is_some() && boot >= control.renewed_boot_ms + interval_ms
-                // Early enough that a renewal as slow as the last one lands in time.
-                || wall + shared.reserve_ms / 2 + 2 * control.latency_ms >= reserved
-                || wanted > reserved
-                || shared.gen.state().clock_seq != control.reserved_cs);
+        let clock_seq = shared.gen.state().clock_seq;
+        let due = (control.book).due(
+            &shared.terms,
+            boot,
+            wall,
+            wanted,
+            reserved,
+            clock_seq,
+            retry_boot_ms,
+        );
         if !due {
             // Between renewals, the coordinator's own cheap check (a lock file removed).
             if let Err(LeaseError::LeaseLost { reason }) = control.coordinator.check() {
@@ -197,46 +191,34 @@ impl Shared {
         wall_ms: u64,
     ) -> Result<(), LeaseError> {
         let sent_boot_ms = boot_ms();
-        let mut state = self.gen.state();
-        let horizon =
-            wall_ms.saturating_add(self.reserve_ms + self.ahead_ms + 2 * control.latency_ms);
-        let same_clock_seq = state.clock_seq == control.reserved_cs;
-        let until_ms = if same_clock_seq {
-            control.until_ms.max(horizon)
-        } else {
-            horizon
-        };
-        state.reserve(until_ms);
-        match control.coordinator.renew(&state) {
+        let renewal = control.book.renewal(&self.terms, self.gen.state(), wall_ms);
+        match control.coordinator.renew(&renewal.state) {
             Ok(()) => {
-                control.latency_ms = boot_ms().saturating_sub(sent_boot_ms);
+                let renewed =
+                    (control.book).renewed(&self.terms, &renewal, sent_boot_ms, boot_ms());
                 self.counters.renewals.fetch_add(1, Ordering::Relaxed);
-                if !same_clock_seq {
+                if !renewed.same_clock_seq {
                     self.counters
                         .clock_seq_switches
                         .fetch_add(1, Ordering::Relaxed);
                 }
-                control.until_ms = until_ms;
-                control.reserved_cs = state.clock_seq;
-                control.renewed_boot_ms = sent_boot_ms;
                 lock(&self.notes).last_error = None;
                 if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
                     // A late answer never revives a lease found lost (or closed) meanwhile.
                     return Ok(());
                 }
-                if let Some(ttl_ms) = self.ttl_ms {
-                    let deadline = sent_boot_ms + ttl_ms.saturating_sub(self.margin_ms);
-                    self.deadline_boot_ms.store(deadline, Ordering::Release);
+                if self.terms.ttl_ms.is_some() {
+                    // Without a TTL the deadline never moves (and stays 0 once stopped).
+                    (self.deadline_boot_ms).store(renewed.deadline_boot_ms, Ordering::Release);
                 }
-                let reserved = until_ms - self.ahead_ms;
-                if same_clock_seq {
-                    self.reserved_wall_ms.fetch_max(reserved, Ordering::AcqRel);
+                if renewed.same_clock_seq {
+                    (self.reserved_wall_ms).fetch_max(renewed.reserved_wall_ms, Ordering::AcqRel);
                 } else {
                     // Lower the time limit before ids of the new clock sequence pass the
                     // coverage check, so none of them goes past this reservation.
-                    self.reserved_wall_ms.store(reserved, Ordering::Release);
+                    (self.reserved_wall_ms).store(renewed.reserved_wall_ms, Ordering::Release);
                 }
-                let cs_bits = self.layout().place(Field::ClockSeq, state.clock_seq);
+                let cs_bits = self.layout().place(Field::ClockSeq, renewed.clock_seq);
                 self.reserved_cs_bits.store(cs_bits, Ordering::Release);
                 if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
                     self.stop_ids();
@@ -268,10 +250,7 @@ impl Shared {
         if !was_active {
             return control.coordinator.release(None);
         }
-        let mut state = self.gen.state();
-        if !exact && state.clock_seq == control.reserved_cs {
-            state.reserve(control.until_ms);
-        }
+        let state = control.book.released(self.gen.state(), exact);
         control.coordinator.release(Some(&state))
     }
 }

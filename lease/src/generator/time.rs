@@ -99,9 +99,13 @@ impl Clock for LimitedClock<'_> {
     fn try_now_ms(&self) -> Result<u64, Error> {
         let shared = self.shared;
         let (wall, boot) = self.read();
-        if boot.saturating_add(self.margin_ms) < shared.deadline_boot_ms.load(Ordering::Acquire)
-            && wall <= shared.reserved_wall_ms.load(Ordering::Acquire)
-        {
+        if crate::protocol::may_issue(
+            boot,
+            wall,
+            self.margin_ms,
+            shared.deadline_boot_ms.load(Ordering::Acquire),
+            shared.reserved_wall_ms.load(Ordering::Acquire),
+        ) {
             Ok(wall)
         } else {
             Err(Error::LeaseLost)
