@@ -133,7 +133,7 @@ pub(crate) fn check_clock(
     let local_ms = sent_ms.saturating_add(round_trip_ms / 2);
     let skew_ms = i64::try_from(i128::from(local_ms) - i128::from(server_ms)).unwrap_or(i64::MAX);
     let max_skew_ms = u64::try_from(max_skew.as_millis()).unwrap_or(u64::MAX);
-    if skew_ms.unsigned_abs() > max_skew_ms.saturating_add(round_trip_ms.div_ceil(2)) {
+    if crate::protocol::skew_refused(skew_ms, round_trip_ms, max_skew_ms) {
         return Err(LeaseError::ClockSkew {
             coordinator: coordinator.redacted_uri(),
             local_ms,

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use clockflake::{Layout, Policy, State, MAX_CLOCK_SEQS};
 
+pub use crate::coordinator::ready_at_ms;
 use crate::coordinator::Grant;
 use crate::LeaseError;
 
@@ -99,6 +100,14 @@ pub fn may_issue(
     reserved_wall_ms: u64,
 ) -> bool {
     boot_ms.saturating_add(margin_ms) < deadline_boot_ms && wall_ms <= reserved_wall_ms
+}
+
+/// The start-up clock check's verdict: whether a measured skew (local minus the coordinator's
+/// clock, ms, read at the midpoint of a request that took `round_trip_ms`) is above `max_skew_ms`
+/// by more than half the round trip (the measurement's uncertainty): then the holder refuses to
+/// start (`CLOCK_SKEW`).
+pub fn skew_refused(skew_ms: i64, round_trip_ms: u64, max_skew_ms: u64) -> bool {
+    skew_ms.unsigned_abs() > max_skew_ms.saturating_add(round_trip_ms.div_ceil(2))
 }
 
 /// Where a holder granted `grant` continues at `now_ms`: the worker's record with the clock
@@ -276,7 +285,7 @@ pub fn first_write_was_slow(terms: &Terms, latency_ms: u64) -> bool {
 
 /// The coordinator's side of a failover (PostgreSQL's timelines): a row last written before
 /// the coordinator's latest promotion may have lost a grant or renewal that the promoted
-/// replica never received, so its next grant raises every mark to [`fence_ms`] past the
+/// replica never received, so its next grant raises every mark to [`failover::fence_ms`] past the
 /// server's clock.
 pub mod failover {
     use super::{millis, Duration, Layout, State, MAX_CLOCK_SEQS};

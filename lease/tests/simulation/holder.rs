@@ -1,0 +1,382 @@
+//! A simulated holder: one process with a leased generator, its id path and its renewal thread
+//! as `LeasedGenerator` runs them (lease/src/generator/), each decision made by the shipped
+//! code: core's `Generator` for ids, `clockflake_lease::protocol` for the lease (resume, terms,
+//! deadline, may-issue, the renewal book, the clock check). What is simulated is only what
+//! the real one gets from the outside: its clocks, the coordinator's answers and the time they
+//! take.
+
+use std::time::Duration;
+
+use clockflake::{Clock, Error, Field, Generator, Layout, Options, State};
+use clockflake_lease::protocol::{self, Book, Renewal, Terms};
+use clockflake_lease::Grant;
+
+use crate::coordinator::Key;
+
+/// Core's clock for one attempt: the holder's wall time, refusing (core's `LEASE_LOST`) past
+/// the deadline or the reservation, as the real generator's `LimitedClock` does.
+struct LimitedClock {
+    wall_ms: u64,
+    boot_ms: u64,
+    deadline_boot_ms: u64,
+    reserved_wall_ms: u64,
+}
+
+impl Clock for LimitedClock {
+    fn now_ms(&self) -> u64 {
+        self.wall_ms
+    }
+
+    fn try_now_ms(&self) -> Result<u64, Error> {
+        if protocol::may_issue(
+            self.boot_ms,
+            self.wall_ms,
+            0,
+            self.deadline_boot_ms,
+            self.reserved_wall_ms,
+        ) {
+            Ok(self.wall_ms)
+        } else {
+            Err(Error::LeaseLost)
+        }
+    }
+}
+
+/// A renewal sent and not answered yet (the renewal thread is blocked in it).
+pub struct InFlight {
+    /// The request's number: a cancelled request's late answer matches no renewal.
+    pub request: u64,
+    pub renewal: Renewal,
+    pub sent_boot_ms: u64,
+}
+
+/// A leased generator that has started.
+pub struct Lease {
+    pub worker_id: u64,
+    pub lock_file: Option<u64>,
+    pub gen: Generator,
+    pub terms: Terms,
+    pub book: Book,
+    pub deadline_boot_ms: u64,
+    pub reserved_wall_ms: u64,
+    pub reserved_cs: u64,
+    pub wanted_wall_ms: u64,
+    pub retry_boot_ms: u64,
+    pub in_flight: Option<InFlight>,
+    /// Ids taken from core whose clock sequence waits for a reservation (real ms to give up).
+    pub pending: Vec<(u64, u64)>,
+}
+
+/// Where a holder's start-up is.
+pub enum Phase {
+    /// Not running a generator: waiting to start (after a crash, a loss or a close).
+    Idle,
+    /// `acquire` sent at that boot ms.
+    Acquiring {
+        sent_boot_ms: u64,
+    },
+    /// Granted; the first reservation sent.
+    FirstReservation {
+        grant: Grant,
+        lock_file: Option<u64>,
+        gen: Generator,
+        terms: Terms,
+        renewal: Renewal,
+        acquire_sent_boot_ms: u64,
+        sent_boot_ms: u64,
+    },
+    Active(Lease),
+}
+
+pub struct Holder {
+    /// This life's key (a restart is a new key: a new process).
+    pub key: Key,
+    /// Wall clock minus real time.
+    pub wall_offset_ms: i64,
+    /// Boot clock minus real time (constant: the boot clock counts through pauses).
+    pub boot_offset_ms: u64,
+    /// Real ms until which the process is paused (GC, SIGSTOP, a VM migration).
+    pub paused_until_ms: u64,
+    /// Real ms until which its messages are lost (a partition).
+    pub partitioned_until_ms: u64,
+    /// Real ms of the renewal thread's next wake.
+    pub next_wake_ms: u64,
+    pub phase: Phase,
+}
+
+/// Why an id attempt produced no id.
+pub enum Refusal {
+    NotRunning,
+    /// The deadline passed: the lease is lost (the holder stops and will start anew).
+    Lost,
+    /// Wants a renewal first (reservation spent or a new clock sequence).
+    Renewal,
+    Core,
+}
+
+impl Holder {
+    pub fn wall_ms(&self, real_ms: u64) -> u64 {
+        (real_ms as i64 + self.wall_offset_ms) as u64
+    }
+
+    pub fn boot_ms(&self, real_ms: u64) -> u64 {
+        real_ms + self.boot_offset_ms
+    }
+
+    pub fn lease(&mut self) -> Option<&mut Lease> {
+        match &mut self.phase {
+            Phase::Active(lease) => Some(lease),
+            _ => None,
+        }
+    }
+
+    /// The answer to `acquire`: resume the grant (`protocol::resume`, core's `Generator::resume`)
+    /// and send the first reservation. `None`: refused (the caller releases the worker id).
+    pub fn granted(
+        &mut self,
+        layout: &Layout,
+        grant: Grant,
+        lock_file: Option<u64>,
+        reserve: Duration,
+        real_ms: u64,
+    ) -> Option<Renewal> {
+        let Phase::Acquiring { sent_boot_ms } = self.phase else {
+            return None;
+        };
+        let now_ms = self.wall_ms(real_ms);
+        let (state, ready_at_ms) = protocol::resume(layout, &grant, now_ms, String::new).ok()?;
+        let gen = Generator::resume(*layout, &state, Options::default()).ok()?;
+        let terms = Terms::new(
+            grant.ttl,
+            reserve,
+            gen.policy(),
+            Options::default().max_drift_ms,
+        );
+        let until_ms = protocol::first_reservation(&terms, now_ms.max(ready_at_ms), 0, 0);
+        let mut first = gen.state();
+        first.reserve(until_ms);
+        let renewal = Renewal {
+            state: first,
+            until_ms,
+            same_clock_seq: true,
+        };
+        self.phase = Phase::FirstReservation {
+            grant,
+            lock_file,
+            gen,
+            terms,
+            renewal,
+            acquire_sent_boot_ms: sent_boot_ms,
+            sent_boot_ms: self.boot_ms(real_ms),
+        };
+        Some(renewal)
+    }
+
+    /// The first reservation is persisted: the generator starts, its deadline counted from the
+    /// `acquire` request (as `LeasedGenerator::start` counts it).
+    pub fn started(&mut self, real_ms: u64, deadline_from_answer: bool) {
+        let phase = std::mem::replace(&mut self.phase, Phase::Idle);
+        let Phase::FirstReservation {
+            grant,
+            lock_file,
+            gen,
+            terms,
+            renewal,
+            acquire_sent_boot_ms,
+            sent_boot_ms,
+        } = phase
+        else {
+            self.phase = phase;
+            return;
+        };
+        let answered = self.boot_ms(real_ms);
+        let latency_ms = answered - sent_boot_ms;
+        let clock_seq = renewal.state.clock_seq;
+        let deadline_from = if deadline_from_answer {
+            answered
+        } else {
+            acquire_sent_boot_ms
+        };
+        self.phase = Phase::Active(Lease {
+            worker_id: grant.worker_id,
+            lock_file,
+            deadline_boot_ms: terms.deadline_after(deadline_from),
+            reserved_wall_ms: renewal.until_ms - terms.ahead_ms,
+            reserved_cs: clock_seq,
+            book: Book::started(
+                renewal.until_ms,
+                clock_seq,
+                latency_ms,
+                acquire_sent_boot_ms,
+            ),
+            gen,
+            terms,
+            wanted_wall_ms: 0,
+            retry_boot_ms: 0,
+            in_flight: None,
+            pending: Vec::new(),
+        });
+    }
+
+    /// One id call (`LeasedGenerator::try_next_id`): core on the limited clock, then the
+    /// coverage check of the id's clock sequence.
+    pub fn next_id(&mut self, layout: &Layout, real_ms: u64) -> Result<u64, Refusal> {
+        let wall_ms = self.wall_ms(real_ms);
+        let boot_ms = self.boot_ms(real_ms);
+        let Some(lease) = self.lease() else {
+            return Err(Refusal::NotRunning);
+        };
+        let clock = LimitedClock {
+            wall_ms,
+            boot_ms,
+            deadline_boot_ms: lease.deadline_boot_ms,
+            reserved_wall_ms: lease.reserved_wall_ms,
+        };
+        match lease.gen.try_next_id_with(&clock) {
+            Ok(id) => {
+                let cs = (id >> layout.shift(Field::ClockSeq)) & layout.field_max(Field::ClockSeq);
+                if cs == lease.reserved_cs {
+                    return Ok(id);
+                }
+                // Not covered yet: ask for a reservation in this clock sequence and wait for
+                // it at most RENEWAL_WAIT.
+                let issued_ms = layout.decode(id).map_or(0, |parts| parts.timestamp_ms);
+                lease.wanted_wall_ms = lease.wanted_wall_ms.max(wall_ms.max(issued_ms));
+                let give_up = real_ms + clockflake_lease::RENEWAL_WAIT.as_millis() as u64;
+                lease.pending.push((id, give_up));
+                Err(Refusal::Renewal)
+            }
+            Err(Error::LeaseLost) => {
+                if boot_ms >= lease.deadline_boot_ms {
+                    return Err(Refusal::Lost);
+                }
+                lease.wanted_wall_ms = lease.wanted_wall_ms.max(wall_ms);
+                Err(Refusal::Renewal)
+            }
+            Err(_) => Err(Refusal::Core),
+        }
+    }
+
+    /// A renewal was acknowledged: the book records it and ids may use it (as
+    /// `Shared::renew_locked` does). Returns the pending ids it now covers.
+    pub fn renewed(
+        &mut self,
+        layout: &Layout,
+        request: u64,
+        real_ms: u64,
+        deadline_from_answer: bool,
+    ) -> Vec<u64> {
+        let boot_ms = self.boot_ms(real_ms);
+        let Some(lease) = self.lease() else {
+            return Vec::new();
+        };
+        if lease.in_flight.as_ref().map(|f| f.request) != Some(request) {
+            return Vec::new();
+        }
+        let Some(in_flight) = lease.in_flight.take() else {
+            return Vec::new();
+        };
+        let mut renewed = lease.book.renewed(
+            &lease.terms,
+            &in_flight.renewal,
+            in_flight.sent_boot_ms,
+            boot_ms,
+        );
+        if deadline_from_answer {
+            renewed.deadline_boot_ms = lease.terms.deadline_after(boot_ms);
+        }
+        if lease.terms.ttl_ms.is_some() {
+            lease.deadline_boot_ms = renewed.deadline_boot_ms;
+        }
+        lease.reserved_wall_ms = if renewed.same_clock_seq {
+            lease.reserved_wall_ms.max(renewed.reserved_wall_ms)
+        } else {
+            renewed.reserved_wall_ms
+        };
+        lease.reserved_cs = renewed.clock_seq;
+        lease.retry_boot_ms = 0;
+        let cs_of =
+            |id: u64| (id >> layout.shift(Field::ClockSeq)) & layout.field_max(Field::ClockSeq);
+        let reserved_cs = lease.reserved_cs;
+        let (covered, waiting): (Vec<_>, Vec<_>) = lease
+            .pending
+            .drain(..)
+            .filter(|&(_, give_up)| real_ms <= give_up)
+            .partition(|&(id, _)| cs_of(id) == reserved_cs);
+        lease.pending = waiting;
+        covered.into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// A renewal failed (the coordinator unreachable, the request cancelled): try again soon.
+    pub fn renewal_failed(&mut self, real_ms: u64) {
+        let boot_ms = self.boot_ms(real_ms);
+        if let Some(lease) = self.lease() {
+            lease.in_flight = None;
+            lease.retry_boot_ms = boot_ms + (lease.terms.renew_interval_ms() / 4).max(5);
+        }
+    }
+
+    /// The renewal thread's turn (`renew_loop`): lost at the deadline; a renewal if due (the
+    /// renewal to send); otherwise the coordinator's cheap check, which the caller runs.
+    pub fn renewal_turn(&mut self, real_ms: u64, request: u64) -> Turn {
+        let wall_ms = self.wall_ms(real_ms);
+        let boot_ms = self.boot_ms(real_ms);
+        let Some(lease) = self.lease() else {
+            return Turn::Nothing;
+        };
+        if boot_ms >= lease.deadline_boot_ms {
+            return Turn::Lost;
+        }
+        if let Some(in_flight) = &lease.in_flight {
+            // The client cancels a request after half the TTL (PostgreSQL's watchdog): it
+            // never counts, whatever the server did with it.
+            let patience = lease.terms.ttl_ms.map_or(u64::MAX, |ttl| ttl / 2);
+            if boot_ms >= in_flight.sent_boot_ms.saturating_add(patience) {
+                return Turn::Cancel;
+            }
+            return Turn::Nothing;
+        }
+        let clock_seq = lease.gen.state().clock_seq;
+        let due = lease.book.due(
+            &lease.terms,
+            boot_ms,
+            wall_ms,
+            lease.wanted_wall_ms,
+            lease.reserved_wall_ms,
+            clock_seq,
+            lease.retry_boot_ms,
+        );
+        if !due {
+            return Turn::Check;
+        }
+        let renewal = lease.book.renewal(
+            &lease.terms,
+            lease.gen.state(),
+            wall_ms.max(lease.wanted_wall_ms),
+        );
+        lease.in_flight = Some(InFlight {
+            request,
+            renewal,
+            sent_boot_ms: boot_ms,
+        });
+        Turn::Renew(renewal.state)
+    }
+
+    /// The record `close` stores (`Book::released`).
+    pub fn released_state(&mut self, exact: bool) -> Option<(u64, Option<u64>, State)> {
+        let lease = self.lease()?;
+        Some((
+            lease.worker_id,
+            lease.lock_file,
+            lease.book.released(lease.gen.state(), exact),
+        ))
+    }
+}
+
+pub enum Turn {
+    Nothing,
+    Lost,
+    Cancel,
+    Check,
+    Renew(State),
+}
