@@ -102,6 +102,19 @@ pub fn may_issue(
     boot_ms.saturating_add(margin_ms) < deadline_boot_ms && wall_ms <= reserved_wall_ms
 }
 
+/// Whether the persisted reservation covers an id of clock sequence `cs_bits` (in place)
+/// issued at `issued_ms`: the reservation is for that clock sequence and reaches that time.
+///
+/// The time is checked again here, not only before the id was taken (`may_issue`): an id call
+/// can read the time limit of the previous clock sequence's reservation, and then the
+/// reservation of a new one, shorter, be published before it compares clock sequences. An id
+/// of the new clock sequence past its reservation must then wait for a renewal reaching it.
+#[inline(always)]
+#[must_use]
+pub fn covers(cs_bits: u64, issued_ms: u64, reserved_cs_bits: u64, reserved_until_ms: u64) -> bool {
+    cs_bits == reserved_cs_bits && issued_ms <= reserved_until_ms
+}
+
 /// The start-up clock check's verdict: whether a measured skew (local minus the coordinator's
 /// clock, ms, read at the midpoint of a request that took `round_trip_ms`) is above `max_skew_ms`
 /// by more than half the round trip (the measurement's uncertainty): then the holder refuses to
@@ -312,5 +325,24 @@ pub mod failover {
             *mark = Some(mark.map_or(fence_at_ms, |ms| ms.max(fence_at_ms)));
         }
         state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The interleaving `covers` closes: an id call reads the time limit while the reservation
+    /// is clock sequence 0's (until 10,000), the clock has gone back and core issues the id in
+    /// clock sequence 1 at 5,000; the renewal thread then publishes clock sequence 1's
+    /// reservation, until 4,000, and the call compares clock sequences. Comparing them alone
+    /// (the code before) let the id out, past its clock sequence's persisted mark.
+    #[test]
+    fn an_id_past_a_new_clock_sequences_reservation_is_not_covered() {
+        let (cs0, cs1) = (0 << 16, 1 << 16);
+        assert!(may_issue(100, 5_000, 0, 1_000, 10_000)); // checked against cs 0's limit
+        assert!(!covers(cs1, 5_000, cs1, 4_000)); // cs 1 reserved until 4,000 only
+        assert!(covers(cs1, 3_999, cs1, 4_000));
+        assert!(!covers(cs1, 3_000, cs0, 10_000));
     }
 }

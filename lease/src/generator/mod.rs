@@ -108,6 +108,7 @@ struct Shared {
     fork_generation: u64,
     pid: u32,
     cs_mask: u64,
+    timestamp_shift: u32,
     terms: Terms,
     /// Wall ms from which the first id can be issued after a handover (0: at once).
     ready_at_ms: u64,
@@ -292,6 +293,7 @@ impl LeasedGenerator {
             fork_generation: crate::fork::watch(),
             pid: std::process::id(),
             cs_mask: layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq),
+            timestamp_shift: layout.shift(Field::Timestamp),
             terms,
             ready_at_ms,
             max_handover_wait_ms,

@@ -7,6 +7,7 @@ use clockflake::{Error, Layout};
 
 use super::{lock, Shared, ACTIVE, LOST};
 use crate::clock::boot_ms;
+use crate::protocol;
 use crate::LeaseError;
 
 impl Shared {
@@ -17,10 +18,32 @@ impl Shared {
     #[inline(always)]
     pub(super) fn covered(&self, id: u64, wait: bool) -> Result<u64, LeaseError> {
         let cs_bits = id & self.cs_mask;
-        if cs_bits == self.reserved_cs_bits.load(Ordering::Acquire) {
+        if self.covers(id, cs_bits) {
             return Ok(id);
         }
         self.cover_clock_seq(id, cs_bits, wait)
+    }
+
+    /// Whether the persisted reservation covers `id` (see [`protocol::covers`]): its clock
+    /// sequence read first, then its time, so that a reservation for a new clock sequence is
+    /// never paired with the previous one's time limit.
+    #[inline(always)]
+    fn covers(&self, id: u64, cs_bits: u64) -> bool {
+        let reserved_cs_bits = self.reserved_cs_bits.load(Ordering::Acquire);
+        let reserved_wall_ms = self.reserved_wall_ms.load(Ordering::Acquire);
+        protocol::covers(
+            cs_bits,
+            self.issued_ms(id),
+            reserved_cs_bits,
+            reserved_wall_ms.saturating_add(self.terms.ahead_ms),
+        )
+    }
+
+    /// The time (Unix ms) of the tick `id` carries.
+    #[inline(always)]
+    fn issued_ms(&self, id: u64) -> u64 {
+        let layout = self.layout();
+        (id >> self.timestamp_shift) * layout.unit_ms() + layout.epoch_ms()
     }
 
     #[cold]
@@ -31,14 +54,8 @@ impl Shared {
         wait: bool,
     ) -> Result<u64, LeaseError> {
         self.check_alive()?;
-        let issued_ms = self
-            .layout()
-            .decode(id)
-            .map_or(0, |parts| parts.timestamp_ms);
-        let wanted = self.wall_now().max(issued_ms);
-        self.await_renewal(wanted, wait, || {
-            cs_bits == self.reserved_cs_bits.load(Ordering::Acquire)
-        })?;
+        let wanted = self.wall_now().max(self.issued_ms(id));
+        self.await_renewal(wanted, wait, || self.covers(id, cs_bits))?;
         Ok(id)
     }
 

@@ -67,6 +67,19 @@ pub struct Lease {
     pub pending: Vec<(u64, u64)>,
 }
 
+impl Lease {
+    /// The coverage check of `LeasedGenerator`'s id path (`protocol::covers`).
+    fn covers(&self, layout: &Layout, id: u64, issued_ms: u64) -> bool {
+        let cs_bits = id & (layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq));
+        protocol::covers(
+            cs_bits,
+            issued_ms,
+            layout.place(Field::ClockSeq, self.reserved_cs),
+            self.reserved_wall_ms + self.terms.ahead_ms,
+        )
+    }
+}
+
 /// Where a holder's start-up is.
 pub enum Phase {
     /// Not running a generator: waiting to start (after a crash, a loss or a close).
@@ -234,13 +247,12 @@ impl Holder {
         };
         match lease.gen.try_next_id_with(&clock) {
             Ok(id) => {
-                let cs = (id >> layout.shift(Field::ClockSeq)) & layout.field_max(Field::ClockSeq);
-                if cs == lease.reserved_cs {
+                let issued_ms = layout.decode(id).map_or(0, |parts| parts.timestamp_ms);
+                if lease.covers(layout, id, issued_ms) {
                     return Ok(id);
                 }
                 // Not covered yet: ask for a reservation in this clock sequence and wait for
                 // it at most RENEWAL_WAIT.
-                let issued_ms = layout.decode(id).map_or(0, |parts| parts.timestamp_ms);
                 lease.wanted_wall_ms = lease.wanted_wall_ms.max(wall_ms.max(issued_ms));
                 let give_up = real_ms + clockflake_lease::RENEWAL_WAIT.as_millis() as u64;
                 lease.pending.push((id, give_up));
@@ -295,14 +307,14 @@ impl Holder {
         };
         lease.reserved_cs = renewed.clock_seq;
         lease.retry_boot_ms = 0;
-        let cs_of =
-            |id: u64| (id >> layout.shift(Field::ClockSeq)) & layout.field_max(Field::ClockSeq);
-        let reserved_cs = lease.reserved_cs;
-        let (covered, waiting): (Vec<_>, Vec<_>) = lease
-            .pending
-            .drain(..)
+        let pending = std::mem::take(&mut lease.pending);
+        let (covered, waiting): (Vec<_>, Vec<_>) = pending
+            .into_iter()
             .filter(|&(_, give_up)| real_ms <= give_up)
-            .partition(|&(id, _)| cs_of(id) == reserved_cs);
+            .partition(|&(id, _)| {
+                let issued_ms = layout.decode(id).map_or(0, |parts| parts.timestamp_ms);
+                lease.covers(layout, id, issued_ms)
+            });
         lease.pending = waiting;
         covered.into_iter().map(|(id, _)| id).collect()
     }
