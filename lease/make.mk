@@ -122,3 +122,13 @@ simulate-long: setup-rust
 	BASE_SEED=$$base SCHEDULES=$${SCHEDULES:-5000000} $(SIMULATION)
 
 TEST_TARGETS += test-simulation
+
+# Loom models of the atomics the id path and the renewal thread share (lease/src/generator/
+# limits.rs, through lease/src/sync.rs): every interleaving of two threads. Built with
+# `--cfg loom` in its own target directory, without the coordinators' dependencies.
+.PHONY: test-lease-loom
+test-lease-loom: setup-rust
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(ROOT)/target/loom $(CARGO) test -q --release \
+	  -p clockflake-lease --no-default-features --lib loom_models
+
+TEST_TARGETS += test-lease-loom

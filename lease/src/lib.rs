@@ -66,6 +66,7 @@ mod record;
 #[cfg(feature = "redis")]
 mod redis;
 mod secrets;
+mod sync;
 mod uri;
 #[cfg(feature = "zookeeper")]
 mod zookeeper;

@@ -26,11 +26,13 @@ use crate::coordinator::Grant;
 use crate::protocol::{self, Book, Terms};
 use crate::{Coordinator, LeaseError};
 
+mod limits;
 mod renewer;
 mod reservation;
 mod stats;
 mod time;
 
+use limits::Limits;
 use renewer::{renew_thread, Control, Notes, Signal};
 use stats::Counters;
 pub use stats::{LeaseCounters, LeaseStats};
@@ -90,14 +92,8 @@ impl std::fmt::Debug for LeaseOptions {
 struct Shared {
     gen: Generator,
     time: Time,
-    /// Boot ms before which ids may be issued: the lease deadline (`u64::MAX` when the lease
-    /// never expires); 0 once lost or closed.
-    deadline_boot_ms: AtomicU64,
-    /// Latest wall ms at which an id may be issued: the persisted reservation less what the
-    /// policy may run ahead of the clock; 0 once lost or closed.
-    reserved_wall_ms: AtomicU64,
-    /// Clock-sequence bits (in place) of the persisted reservation.
-    reserved_cs_bits: AtomicU64,
+    /// The deadline and the persisted reservation, as id calls read them.
+    limits: Limits,
     /// `ACTIVE`, `LOST` or `CLOSED`.
     lifecycle: AtomicU8,
     /// Wall ms an id call needs a reservation to cover: the renewal thread's next target.
@@ -284,9 +280,11 @@ impl LeasedGenerator {
         Ok(move |coordinator, redacted_uri| Shared {
             gen,
             time,
-            deadline_boot_ms: AtomicU64::new(terms.deadline_after(sent_boot_ms)),
-            reserved_wall_ms: AtomicU64::new(until_ms - terms.ahead_ms),
-            reserved_cs_bits: AtomicU64::new(layout.place(Field::ClockSeq, clock_seq)),
+            limits: Limits::new(
+                terms.deadline_after(sent_boot_ms),
+                until_ms - terms.ahead_ms,
+                layout.place(Field::ClockSeq, clock_seq),
+            ),
             lifecycle: AtomicU8::new(ACTIVE),
             wanted_wall_ms: AtomicU64::new(0),
             forked: AtomicBool::new(false),
@@ -334,7 +332,7 @@ impl LeasedGenerator {
         // forked child, have been copied locked).
         !self.shared.is_forked()
             && self.shared.lifecycle.load(Ordering::Acquire) == ACTIVE
-            && boot_ms() < self.shared.deadline_boot_ms.load(Ordering::Acquire)
+            && boot_ms() < self.shared.limits.deadline_boot_ms()
     }
 
     /// The next id. Waits out sequence exhaustion and, right after a handover, for the clock

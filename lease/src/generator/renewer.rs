@@ -91,7 +91,7 @@ pub(super) fn renew_loop(shared: &Shared) {
                 .clock_steps_back
                 .fetch_add(1, Ordering::Relaxed);
         }
-        if boot_ms() >= shared.deadline_boot_ms.load(Ordering::Acquire) {
+        if boot_ms() >= shared.limits.deadline_boot_ms() {
             shared.lose_at_deadline();
             return;
         }
@@ -99,7 +99,7 @@ pub(super) fn renew_loop(shared: &Shared) {
         let wall = shared.wall_now();
         let boot = boot_ms();
         let wanted = shared.wanted_wall_ms.load(Ordering::Acquire);
-        let reserved = shared.reserved_wall_ms.load(Ordering::Acquire);
+        let reserved = shared.limits.reserved_wall_ms();
         let clock_seq = shared.gen.state().clock_seq;
         let due = (control.book).due(
             &shared.terms,
@@ -158,7 +158,7 @@ impl Shared {
             }
             drop(signal);
             self.check_alive()?;
-            if boot_ms() >= self.deadline_boot_ms.load(Ordering::Acquire) {
+            if boot_ms() >= self.limits.deadline_boot_ms() {
                 return Err(self.lose_at_deadline());
             }
             signal = lock(&self.signal);
@@ -174,7 +174,7 @@ impl Shared {
         drop(signal);
         Err(LeaseError::RenewalLate {
             coordinator: self.redacted_uri.clone(),
-            reserved_until_ms: self.reserved_wall_ms.load(Ordering::Acquire),
+            reserved_until_ms: self.limits.reserved_wall_ms(),
             last_error: lock(&self.notes).last_error.clone(),
             retry_at_ms: self.wall_now() + RENEWAL_WAIT.as_millis() as u64,
         })
@@ -207,19 +207,9 @@ impl Shared {
                     // A late answer never revives a lease found lost (or closed) meanwhile.
                     return Ok(());
                 }
-                if self.terms.ttl_ms.is_some() {
-                    // Without a TTL the deadline never moves (and stays 0 once stopped).
-                    (self.deadline_boot_ms).store(renewed.deadline_boot_ms, Ordering::Release);
-                }
-                if renewed.same_clock_seq {
-                    (self.reserved_wall_ms).fetch_max(renewed.reserved_wall_ms, Ordering::AcqRel);
-                } else {
-                    // Lower the time limit before ids of the new clock sequence pass the
-                    // coverage check, so none of them goes past this reservation.
-                    (self.reserved_wall_ms).store(renewed.reserved_wall_ms, Ordering::Release);
-                }
                 let cs_bits = self.layout().place(Field::ClockSeq, renewed.clock_seq);
-                self.reserved_cs_bits.store(cs_bits, Ordering::Release);
+                // Without a TTL the deadline never moves (and stays 0 once stopped).
+                (self.limits).publish(&renewed, cs_bits, self.terms.ttl_ms.is_some());
                 if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
                     self.stop_ids();
                 }

@@ -7,7 +7,6 @@ use clockflake::{Error, Layout};
 
 use super::{lock, Shared, ACTIVE, LOST};
 use crate::clock::boot_ms;
-use crate::protocol;
 use crate::LeaseError;
 
 impl Shared {
@@ -24,19 +23,10 @@ impl Shared {
         self.cover_clock_seq(id, cs_bits, wait)
     }
 
-    /// Whether the persisted reservation covers `id` (see [`protocol::covers`]): its clock
-    /// sequence read first, then its time, so that a reservation for a new clock sequence is
-    /// never paired with the previous one's time limit.
+    /// Whether the persisted reservation covers `id` (see [`Limits::covers`]).
     #[inline(always)]
     fn covers(&self, id: u64, cs_bits: u64) -> bool {
-        let reserved_cs_bits = self.reserved_cs_bits.load(Ordering::Acquire);
-        let reserved_wall_ms = self.reserved_wall_ms.load(Ordering::Acquire);
-        protocol::covers(
-            cs_bits,
-            self.issued_ms(id),
-            reserved_cs_bits,
-            reserved_wall_ms.saturating_add(self.terms.ahead_ms),
-        )
+        (self.limits).covers(cs_bits, self.issued_ms(id), self.terms.ahead_ms)
     }
 
     /// The time (Unix ms) of the tick `id` carries.
@@ -91,8 +81,7 @@ impl Shared {
 
     /// Stops ids at once: a deadline and a reservation that every id has passed.
     pub(super) fn stop_ids(&self) {
-        self.deadline_boot_ms.store(0, Ordering::Release);
-        self.reserved_wall_ms.store(0, Ordering::Release);
+        self.limits.stop();
     }
 
     /// Refuses once forked, lost or closed; reads atomics (and, once lost, the reason).
@@ -113,13 +102,11 @@ impl Shared {
     /// `target_ms` (or the clock) is needed from the renewal thread.
     pub(super) fn refresh(&self, target_ms: Option<u64>, wait: bool) -> Result<(), LeaseError> {
         self.check_alive()?;
-        if boot_ms() >= self.deadline_boot_ms.load(Ordering::Acquire) {
+        if boot_ms() >= self.limits.deadline_boot_ms() {
             return Err(self.lose_at_deadline());
         }
         let wanted = self.wall_now().max(target_ms.unwrap_or(0));
-        self.await_renewal(wanted, wait, || {
-            wanted <= self.reserved_wall_ms.load(Ordering::Acquire)
-        })
+        self.await_renewal(wanted, wait, || wanted <= self.limits.reserved_wall_ms())
     }
 
     pub(super) fn lose_at_deadline(&self) -> LeaseError {

@@ -115,7 +115,7 @@ impl LeasedGenerator {
                 wait_us: counters.wait_us.load(Ordering::Relaxed),
             },
             deadline_in_ms: self.deadline_in_ms(),
-            reserved_until_ms: shared.reserved_wall_ms.load(Ordering::Acquire),
+            reserved_until_ms: shared.limits.reserved_wall_ms(),
             measured_skew_ms: self.measured_skew_ms,
         }
     }

@@ -99,13 +99,7 @@ impl Clock for LimitedClock<'_> {
     fn try_now_ms(&self) -> Result<u64, Error> {
         let shared = self.shared;
         let (wall, boot) = self.read();
-        if crate::protocol::may_issue(
-            boot,
-            wall,
-            self.margin_ms,
-            shared.deadline_boot_ms.load(Ordering::Acquire),
-            shared.reserved_wall_ms.load(Ordering::Acquire),
-        ) {
+        if shared.limits.may_issue(boot, wall, self.margin_ms) {
             Ok(wall)
         } else {
             Err(Error::LeaseLost)
@@ -133,7 +127,7 @@ impl Shared {
     /// The lease deadline on the boot clock; `None` when the lease never expires (`file://`:
     /// the lock is the lease).
     pub(super) fn deadline(&self) -> Option<u64> {
-        match self.deadline_boot_ms.load(Ordering::Acquire) {
+        match self.limits.deadline_boot_ms() {
             u64::MAX => None,
             deadline => Some(deadline),
         }
