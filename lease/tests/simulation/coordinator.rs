@@ -309,10 +309,11 @@ impl Coordinator {
         self.wrote(real_ms);
     }
 
-    /// The coordinator restored from a copy `age_ms` old (same timeline); with the documented
-    /// procedure (`docs/concepts/leases.md`), every used mark is raised to the restore time plus
-    /// a second and every lease cleared, before any holder starts.
-    pub fn restore(&mut self, real_ms: u64, age_ms: u64, server_ms: u64, procedure: bool) {
+    /// The coordinator restored from a copy `age_ms` old (same timeline). With the documented
+    /// procedure (README, `docs/concepts/leases.md`), run before any holder starts again, every
+    /// row is marked as written before the current timeline and its lease cleared: each row's
+    /// next grant then raises its marks as after a failover (`protocol::failover`).
+    pub fn restore(&mut self, real_ms: u64, age_ms: u64, procedure: bool) {
         let cutoff = real_ms.saturating_sub(age_ms);
         if let Some(store) = self
             .history
@@ -327,11 +328,7 @@ impl Coordinator {
         }
         if procedure {
             for row in &mut self.store.rows {
-                if let Some(state) = &mut row.state {
-                    for mark in state.high_water_ms.iter_mut().flatten() {
-                        *mark = server_ms + 1000;
-                    }
-                }
+                row.timeline = 0;
                 row.owner = None;
                 row.expires_ms = 0;
             }

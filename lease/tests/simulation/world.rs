@@ -913,12 +913,17 @@ impl World {
         self.log(|| format!("FAILOVER to a replica {lag} ms behind"));
     }
 
-    /// The coordinator restored from an older copy. Within the assumptions it follows the
-    /// documented procedure: every holder stopped, the marks raised, then holders start again.
-    /// Now and then (outside the assumptions) holders keep running and nothing is raised.
+    /// The coordinator restored from an older copy. Within the assumptions it is PostgreSQL's
+    /// table, restored with the documented procedure: every holder stopped, every row marked
+    /// stale, then holders start again. Now and then (outside the assumptions) holders keep
+    /// running and nothing is marked, or it is a `file://` pool (no procedure makes that safe).
     fn restore(&mut self) {
         let age = self.rng.between(1, self.ttl_ms * 3);
-        let procedure = !(self.faults.restore_without_procedure && self.rng.chance(500));
+        let procedure = self.coordinator.kind == Kind::Rows
+            && !(self.faults.restore_without_procedure && self.rng.chance(500));
+        if !procedure && !self.faults.restore_without_procedure {
+            return;
+        }
         self.fault("restore");
         self.restored = true;
         if procedure {
@@ -933,14 +938,9 @@ impl World {
                 .outside
                 .push("a restore from backup without the documented procedure");
         }
-        let server = self.server_ms();
-        let raise = procedure && self.mechanisms.restore_procedure;
-        self.coordinator.restore(self.real_ms, age, server, raise);
-        self.log(|| {
-            format!(
-                "RESTORE from a copy {age} ms old (procedure: {procedure}, marks raised: {raise})"
-            )
-        });
+        let marked = procedure && self.mechanisms.restore_procedure;
+        self.coordinator.restore(self.real_ms, age, marked);
+        self.log(|| format!("RESTORE from a copy {age} ms old (procedure: {procedure}, rows marked stale: {marked})"));
     }
 }
 
