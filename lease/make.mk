@@ -107,7 +107,8 @@ BENCH_TARGETS += bench-lease
 # about 20 s here) from BASE_SEED (default 0); `SEED=S make simulate` replays one schedule and
 # prints its trace; `MECHANISM=failover-fence|lock-file-check|restore-procedure|
 # deadline-from-request make simulate` switches that mechanism off and searches until the
-# simulation finds the duplicate (or late id) it prevents. `make simulate-long`: 5,000,000
+# simulation finds the duplicate (or late id) it prevents; `BREAK=clocks-within-max-skew|
+# restore-procedure` breaks one of DESIGN's assumptions in every schedule. `make simulate-long`: 5,000,000
 # schedules from a seed of the clock (printed), figures in docs/development.md.
 SIMULATION := $(CARGO) test -q --release -p clockflake-lease --no-default-features --test simulation
 .PHONY: simulate simulate-long test-simulation

@@ -30,7 +30,7 @@ use std::process::ExitCode;
 
 /// The mechanisms a schedule can switch off, each to check that the simulation finds what it
 /// prevents.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mechanisms {
     /// PostgreSQL: a grant of a row written before a failover raises its marks past the fence
     /// (`protocol::failover`), and such a row is never renewed.
@@ -66,6 +66,16 @@ impl Mechanisms {
     }
 }
 
+/// DESIGN's assumptions, which `BREAK=...` breaks in every schedule to show each is needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Assumption {
+    Kept,
+    /// Clocks within `max_skew` of true time when the coordinator fails over.
+    ClocksWithinMaxSkew,
+    /// A restore follows the documented procedure.
+    RestoreProcedure,
+}
+
 /// Seeds that once found a duplicate, run first on every run (each with what it found).
 const REGRESSIONS: &[(u64, &str)] = &[(
     1_764_000_000_304_089,
@@ -96,17 +106,23 @@ fn main() -> ExitCode {
         },
         _ => None,
     };
+    let broken = match std::env::var("BREAK").as_deref() {
+        Ok("clocks-within-max-skew") => Assumption::ClocksWithinMaxSkew,
+        Ok("restore-procedure") => Assumption::RestoreProcedure,
+        Ok("") | Err(_) => Assumption::Kept,
+        Ok(other) => {
+            eprintln!("BREAK={other:?}: expected clocks-within-max-skew or restore-procedure");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mechanisms_on = mechanisms.as_ref().map_or(Mechanisms::ALL, |(_, m)| *m);
     if let Some(seed) = env_u64("SEED") {
-        let run = world::run(
-            seed,
-            mechanisms.as_ref().map_or(Mechanisms::ALL, |(_, m)| *m),
-            true,
-        );
+        let run = world::run(seed, mechanisms_on, broken, true);
         for line in &run.trace {
             println!("{line}");
         }
         println!("{}", run.summary(seed));
-        return if run.failed() && mechanisms.is_none() {
+        return if run.failed() && mechanisms_on == Mechanisms::ALL {
             ExitCode::FAILURE
         } else {
             ExitCode::SUCCESS
@@ -117,7 +133,7 @@ fn main() -> ExitCode {
         let limit = env_u64("SCHEDULES").unwrap_or(1_000_000);
         for n in 0..limit {
             let seed = base + n;
-            let run = world::run(seed, mechanisms, false);
+            let run = world::run(seed, mechanisms, broken, false);
             if run.duplicates > 0 || run.late_ids > 0 {
                 println!(
                     "without {name}: found after {} schedules: {}\nreplay: SEED={seed} MECHANISM={name} make simulate",
@@ -130,15 +146,33 @@ fn main() -> ExitCode {
         println!("without {name}: nothing found in {limit} schedules");
         return ExitCode::FAILURE;
     }
+    if broken != Assumption::Kept {
+        let name = std::env::var("BREAK").unwrap_or_default();
+        let limit = env_u64("SCHEDULES").unwrap_or(1_000_000);
+        for n in 0..limit {
+            let seed = base + n;
+            let run = world::run(seed, Mechanisms::ALL, broken, false);
+            if run.duplicates > 0 {
+                println!(
+                    "with {name} broken: a duplicate after {} schedules: {}\nreplay: SEED={seed} BREAK={name} make simulate",
+                    n + 1,
+                    run.summary(seed)
+                );
+                return ExitCode::SUCCESS;
+            }
+        }
+        println!("with {name} broken: no duplicate in {limit} schedules");
+        return ExitCode::FAILURE;
+    }
     let schedules = env_u64("SCHEDULES").unwrap_or(2_000);
     let started = std::time::Instant::now();
     let mut totals = world::Totals::default();
     let regressions = REGRESSIONS.iter().map(|&(seed, _)| seed);
     for seed in regressions.chain(base..base + schedules) {
-        let run = world::run(seed, Mechanisms::ALL, false);
+        let run = world::run(seed, Mechanisms::ALL, Assumption::Kept, false);
         totals.add(&run);
         if run.failed() {
-            let replay = world::run(seed, Mechanisms::ALL, true);
+            let replay = world::run(seed, Mechanisms::ALL, Assumption::Kept, true);
             for line in replay.trace.iter().rev().take(60).rev() {
                 eprintln!("{line}");
             }

@@ -11,7 +11,7 @@ use clockflake_lease::protocol;
 use crate::coordinator::{Answer, Coordinator, Key, Kind};
 use crate::holder::{Holder, Phase, Refusal, Turn};
 use crate::rng::Rng;
-use crate::Mechanisms;
+use crate::{Assumption, Mechanisms};
 
 /// Real time at the start of every schedule (Unix ms, 2025-10-09).
 const START_MS: u64 = 1_760_000_000_000;
@@ -187,8 +187,8 @@ struct Faults {
 }
 
 impl Faults {
-    fn draw(rng: &mut Rng) -> Faults {
-        Faults {
+    fn draw(rng: &mut Rng, broken: Assumption) -> Faults {
+        let mut faults = Faults {
             pause: rng.chance(500),
             clock_step: rng.chance(500),
             crash: rng.chance(500),
@@ -198,7 +198,20 @@ impl Faults {
             restore: rng.chance(150),
             clock_beyond_skew: rng.chance(50),
             restore_without_procedure: rng.chance(100),
+        };
+        match broken {
+            Assumption::Kept => {}
+            Assumption::ClocksWithinMaxSkew => {
+                faults.clock_step = true;
+                faults.clock_beyond_skew = true;
+                faults.coordinator = true;
+            }
+            Assumption::RestoreProcedure => {
+                faults.restore = true;
+                faults.restore_without_procedure = true;
+            }
         }
+        faults
     }
 }
 
@@ -230,13 +243,16 @@ struct World {
     tracing: bool,
 }
 
-pub fn run(seed: u64, mechanisms: Mechanisms, tracing: bool) -> Run {
+pub fn run(seed: u64, mechanisms: Mechanisms, broken: Assumption, tracing: bool) -> Run {
     let mut rng = Rng::new(seed);
-    let kind = if rng.chance(600) {
+    let mut kind = if rng.chance(600) {
         Kind::Rows
     } else {
         Kind::Files
     };
+    if broken != Assumption::Kept {
+        kind = Kind::Rows;
+    }
     let ttl_ms = rng.pick(&[200, 500, 1000, 2000]);
     let max_skew_ms = rng.pick(&[20, 100, 500]);
     let reserve = Duration::from_millis(rng.pick(&[100, 300, 1000]));
@@ -248,7 +264,7 @@ pub fn run(seed: u64, mechanisms: Mechanisms, tracing: bool) -> Run {
         Duration::from_millis(ttl_ms),
         Duration::from_millis(max_skew_ms),
     );
-    let faults = Faults::draw(&mut rng);
+    let faults = Faults::draw(&mut rng, broken);
     let mut world = World {
         faults,
         server_offset_ms: rng.between(0, 2 * max_skew_ms) as i64 - max_skew_ms as i64,
