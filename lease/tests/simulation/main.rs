@@ -69,6 +69,7 @@ impl Mechanisms {
 /// DESIGN's assumptions, which `BREAK=...` breaks in every schedule to show each is needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Assumption {
+    /// Every assumption kept (the default).
     Kept,
     /// Clocks within `max_skew` of true time when the coordinator fails over.
     ClocksWithinMaxSkew,
