@@ -47,7 +47,10 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 pub fn generation() -> u64 {
     #[cfg(target_os = "linux")]
     {
-        let page = wipe::PAGE.load(Ordering::Relaxed);
+        // Acquire: pairs with the publishing compare-and-swap in `wipe::map`, so a thread that
+        // sees the page also sees the generation stored in it before (read as zero, it would
+        // take this process for a copy). A plain load on x86-64.
+        let page = wipe::PAGE.load(Ordering::Acquire);
         if !page.is_null() {
             // SAFETY: once set, the page stays mapped for the life of the process (and of its
             // copies, which inherit the mapping, zeroed).
