@@ -31,7 +31,12 @@ build-node: setup-node setup-rust build-js
 	cd $(NODE_DIR) && npx napi build --platform --release --js binding.js --dts binding.d.ts
 
 # lib/ only: the package's JavaScript with the wasm engine inlined (what the ID inspector loads).
+# The engine the package ships is its own: the glue and .wasm of `make build-wasm` are copied into
+# bindings-node/wasm/ (git-ignored), which js/engine.js imports and build.mjs inlines; nothing of
+# the package reads bindings-wasm/pkg/ (the wasm crate's own build output, for its tests and page).
 build-js: setup-node build-wasm
+	rm -rf $(NODE_DIR)/wasm && mkdir -p $(NODE_DIR)/wasm
+	cp $(WASM_DIR)/pkg/web/clockflake_wasm.js $(WASM_DIR)/pkg/web/clockflake_wasm_bg.wasm $(NODE_DIR)/wasm/
 	cd $(NODE_DIR) && node build.mjs
 
 lint-node: setup-rust
