@@ -8,8 +8,8 @@
 //   decode      ns per decode of one of 1,000 fresh ids (median of 300 passes)
 //   nextIds     clockflake only: ns per id of nextIds(1000) started just after a tick (median of 300)
 //   public ids  clockflake only: ns per PublicIds encode / decode / encodeText / decodeText
-// 'clockflake (leased, file://)' is Generator.open on a temporary directory: ids served from
-// per-tick blocks like the static generator's, each block taken through the lease's checks.
+// 'clockflake (leased, file://)' is Generator.open on a temporary directory: ids issued in
+// JavaScript on the wasm engine within ticks the lease granted through its checks.
 // Every figure reported is the median over the runs; ratios compare medians.
 import { createRequire } from 'node:module';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -177,7 +177,7 @@ const leaseRaw = median(lease.raw);
 const summary = [
   `- clockflake \`nextIds(1000)\` just after a tick: **${fmt(batch, 2)} ns per id** (${fmt((batch / ourRaw) * 100, 0)}% of one \`nextId()\` call).`,
   `- \`Date.now()\` alone, same bursts: ${fmt(median(dateNow))} ns per call; clockflake's \`nextId()\` costs ${fmt(ourRaw - median(dateNow))} ns on top of it.`,
-  `- clockflake leased (\`Generator.open('file://...')\`): raw ${fmt(leaseRaw)} ns per \`nextId()\` against ${fmt(ourRaw)} ns static (${leaseRaw >= ourRaw ? '+' : ''}${fmt(leaseRaw - ourRaw)} ns: JavaScript serves per-tick blocks, each taken from the native addon through the lease's deadline and reservation checks; the first id of a ms is one plain native call, checked like any id); first call of a ms ${fmt(median(lease.first), 0)} ns against ${fmt(median(ours.first), 0)} ns; \`nextIds(1000)\` ${fmt(median(lease.batch), 2)} ns per id; sustained ${fmt((100 * median(lease.rate)) / CAP, 2)}% of the cap, duplicates in every run: ${lease.duplicates.join(', ')}.`,
+  `- clockflake leased (\`Generator.open('file://...')\`): raw ${fmt(leaseRaw)} ns per \`nextId()\` against ${fmt(ourRaw)} ns static (${leaseRaw >= ourRaw ? '+' : ''}${fmt(leaseRaw - ourRaw)} ns: JavaScript issues the ids on the wasm engine within ticks the lease granted through its deadline and reservation checks, a native call every 50 ms; see the lone-call section); first call of a ms ${fmt(median(lease.first), 0)} ns against ${fmt(median(ours.first), 0)} ns; \`nextIds(1000)\` ${fmt(median(lease.batch), 2)} ns per id; sustained ${fmt((100 * median(lease.rate)) / CAP, 2)}% of the cap, duplicates in every run: ${lease.duplicates.join(', ')}.`,
   `- \`PublicIds\` (wasm calls): encode ${fmt(median(publicCost.encode))} ns, decode ${fmt(median(publicCost.decode))} ns, encodeText ${fmt(median(publicCost.encodeText))} ns, decodeText ${fmt(median(publicCost.decodeText))} ns per id.`,
   `- clockflake sustained per run: ${ours.rate.map((r, i) => `${fmt((100 * r) / CAP, 2)}% (CPU ${fmt(100 * ours.cpuShare[i], 0)}%)`).join(', ')}; duplicates in every run: ${ours.duplicates.join(', ')}.`,
 ];
