@@ -3,12 +3,12 @@
 // close, invalidate, and the descriptive getters):
 //   - a fixed worker id (`new Generator({ workerId })`, `Generator.resume`): fixed.js, the wasm engine;
 //   - a leased worker id (`Generator.open(uri)`): leased.js, the native addon's lease with ids
-//     issued in JavaScript within the ticks it grants.
+//     issued in JavaScript within the ticks it grants (handed over by the entry point that can
+//     load the addon, see native.js).
 import { coded, integer, onlyKnownKeys, plainObject, shown, typeError } from './errors.js';
 import { FixedWorker } from './fixed.js';
 import { layoutRecord } from './layouts.js';
-import { Leased } from './leased.js';
-import { restores } from './native.js';
+import { openLease, restores } from './native.js';
 import * as engine from './engine.js';
 
 /** Most ids one `nextIds` call returns. */
@@ -143,7 +143,7 @@ export class Generator {
   static open(uri, options = {}) {
     if (typeof uri !== 'string') throw typeError('uri', 'a string such as "file:///var/lib/app/ids?app=orders"', uri);
     const parsed = openOptions(options);
-    return new Generator(HOLDING, { generator: Leased.open(uri, parsed), record: parsed.record });
+    return new Generator(HOLDING, { generator: openLease(uri, parsed), record: parsed.record });
   }
 
   /** The worker id (for `Generator.open`, the leased one). */

@@ -1,8 +1,7 @@
 // Layouts: each one validated and described by the core (the wasm engine), kept as a record
 // with its decoder's constants (decoding is plain JavaScript on the layout's shifts) and, once a
-// lease needs it, the native addon's handle of the same layout.
+// lease needs it, the native addon's handle of the same layout (leased.js).
 import * as engine from './engine.js';
-import { call, nativeAddon } from './native.js';
 import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';
 import { coded, integer, onlyKnownKeys, plainObject, typeError } from './errors.js';
 
@@ -103,16 +102,6 @@ export function layoutRecord(layout) {
     return RECORD_OF.get(layout) ?? customRecord(layout);
   }
   throw typeError('layout', 'a preset name or { fields, unitMs, epochMs }', layout);
-}
-
-/** The native addon's handle of a layout (leased generators). */
-export function nativeLayout(record) {
-  if (record.nativeHandle === null) {
-    const addon = nativeAddon();
-    record.nativeHandle =
-      typeof record.spec === 'string' ? call(addon.presetLayout, record.spec) : call(addon.customLayout, ...record.spec);
-  }
-  return record.nativeHandle;
 }
 
 /** The layout's description: `{ name, fields, unitMs, epochMs, clockSeqs, maxWorkerId, maxId, fingerprint }`. */

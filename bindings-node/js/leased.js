@@ -23,9 +23,16 @@
 // Anything else the grant cannot serve (an explicit time going back, a tick full up to the
 // park, the deadline near) drops the grant, and the lease decides as for any id.
 import * as engine from './engine.js';
-import { nativeLayout } from './layouts.js';
 import { call, fromNative, nativeAddon } from './native.js';
 import { waitUntil } from './wait.js';
+
+/** The native addon's handle of a layout, made once per layout record. */
+function nativeLayout(native, record) {
+  if (record.nativeHandle === null) {
+    record.nativeHandle = typeof record.spec === 'string' ? call(native.presetLayout, record.spec) : call(native.customLayout, ...record.spec);
+  }
+  return record.nativeHandle;
+}
 
 /** How far ahead of the lease's time a grant parks the lease's generator (ms). */
 const SPAN_MS = 200;
@@ -55,7 +62,7 @@ export class Leased {
   /** Leases a worker id from `uri`; `parsed` is generator.js's parsed options. */
   static open(uri, parsed) {
     const native = nativeAddon();
-    const layout = nativeLayout(parsed.record);
+    const layout = nativeLayout(native, parsed.record);
     const resolved = call(native.resolveOptions, layout, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs);
     const lease = call(native.openLeased, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs);
     return new Leased(native, lease, parsed.record, resolved);

@@ -1,15 +1,28 @@
 // The native addon (leased worker ids only): loaded on first use through the loader an entry
-// point provides (`setNativeLoader`: node.js does); elsewhere `Generator.open` throws
+// point provides (`setNativeLoader`: node.js does, with the leased generator, `setLeased`, so
+// that leased.js is in no bundle that cannot load the addon); elsewhere `Generator.open` throws
 // NATIVE_UNAVAILABLE. Its errors get the package's brand and `retryAtMs` here; `restored()`
 // (snapshot restores) is counted here for every generator, and passed on to the addon.
 import { ClockflakeError, adopt } from './errors.js';
 
 let loadNative = null;
 let native = null;
+let openLeased = null;
 
 /** Called by an entry point that can load the native addon (Node): `load()` returns it or throws. */
 export function setNativeLoader(load) {
   loadNative = load;
+}
+
+/** Called by the same entry point: `open(uri, parsed)` makes a leased generator (leased.js). */
+export function setLeased(open) {
+  openLeased = open;
+}
+
+/** A leased generator (generator.js's parsed options); NATIVE_UNAVAILABLE where there is no addon. */
+export function openLease(uri, parsed) {
+  nativeAddon();
+  return openLeased(uri, parsed);
 }
 
 /** The native addon, loaded on first use; NATIVE_UNAVAILABLE where there is none. */

@@ -3,9 +3,12 @@
 // (`clockflake-<platform>`, napi-rs's loader `binding.js`).
 import { createRequire } from 'node:module';
 import { ClockflakeError } from './errors.js';
-import { setNativeLoader } from './native.js';
+import { Leased } from './leased.js';
+import { setLeased, setNativeLoader } from './native.js';
 
 export * from './api.js';
+
+setLeased(Leased.open);
 
 /** The npm package of the native addon for this platform, named as napi-rs names it. */
 function platformPackage() {

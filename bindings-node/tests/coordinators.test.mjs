@@ -24,8 +24,8 @@ test('every coordinator the lease accepts, and only those, is listed in the READ
   const schemes = leaseSchemes();
   assert.ok(schemes.length >= 6, `schemes: ${schemes}`);
   const readme = read('../README.md').split('\n').find((line) => line.startsWith('- **Leased worker ids**'));
-  const dts = /\/\*\*[^]*?\*\/\nexport type CoordinatorUri/.exec(read('../index.d.ts'))[0];
-  const open = /\/\*\*[^]*?\*\/\n {2}static open\(/.exec(read('../js/generator.js'))[0];
+  const dts = /\/\*\*(?:(?!\*\/)[\s\S])*\*\/\nexport type CoordinatorUri/.exec(read('../index.d.ts'))[0];
+  const open = /\/\*\*(?:(?!\*\/)[\s\S])*\*\/\n {2}static open\(/.exec(read('../js/generator.js'))[0];
   for (const [where, text] of [['README.md', readme], ['index.d.ts CoordinatorUri', dts], ['generator.js Generator.open', open]]) {
     // `rediss://` is redis over TLS, not a coordinator of its own.
     const named = [...schemesIn(text)].filter((scheme) => scheme !== 'rediss');
