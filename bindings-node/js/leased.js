@@ -37,7 +37,7 @@ function nativeLayout(native, record) {
 /** How far ahead of the lease's time a grant parks the lease's generator (ms). */
 const SPAN_MS = 200;
 /** How often the addon looks at the lease again while a grant is served (ms). */
-const EXTEND_MS = 50;
+const EXTEND_MS = 100;
 /** Kept between the deadline handed over and the last id served here: the clocks' rounding (ms). */
 const DEADLINE_GUARD_MS = 2;
 
