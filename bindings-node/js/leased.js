@@ -8,18 +8,21 @@
 // state (`#sub`: same worker id, same clock sequence, above the lease's last id) issues them,
 // so a lone call of a new millisecond costs what a fixed worker id's does, with no native call.
 // Every id it issues is checked against:
-//   - the park: below the parked id (so inside the reservation and its clock sequence);
+//   - the park: below the parked id (so before the parked tick, the timestamp being every
+//     layout's most significant field, and inside the reservation and its clock sequence);
 //   - the time: `performance.now()` below `#perfUntil`, the earliest of the parked tick, the
 //     deadline handed over (less DEADLINE_GUARD_MS) and the next look at the lease (EXTEND_MS
 //     on); `Date.now()` below `#wallUntil`, the same deadline on the wall clock, which counts a
-//     suspended machine that the monotonic clock does not;
+//     suspended machine that the monotonic clock does not (not read for `file://`: no deadline);
 //   - `restored()` (generator.js), and `close()`, which drop the grant first.
 // The time an id carries is `performance.now() + #offset`, the lease's own time (a clock
 // that keeps counting when the wall clock steps back) read by the addon, never ahead of it:
 // when this side reaches the parked tick, the lease's time has too, so the lease continues
 // above the park without seeing its clock go back. Every EXTEND_MS the addon looks at the lease
 // again (active, not forked, deadline, reservation) and moves the park on; a lease lost,
-// closed or forked grants nothing, and the next id goes to the addon, which refuses.
+// closed or forked grants nothing, and the next id goes to the addon, which refuses. (A lease
+// found lost before its deadline is so noticed here up to EXTEND_MS late; its ids until then lie
+// inside the persisted reservation, above which any later holder starts.)
 // Anything else the grant cannot serve (an explicit time going back, a tick full up to the
 // park, the deadline near) drops the grant, and the lease decides as for any id.
 import * as engine from './engine.js';
