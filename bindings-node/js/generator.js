@@ -5,9 +5,9 @@
 //   - a leased worker id (`Generator.open(uri)`): leased.js, the native addon's lease with ids
 //     issued in JavaScript within the ticks it grants (handed over by the entry point that can
 //     load the addon, see native.js).
-import { coded, integer, onlyKnownKeys, plainObject, shown, typeError } from './errors.js';
+import { coded, integer, shown } from './errors.js';
 import { FixedWorker } from './fixed.js';
-import { layoutRecord } from './layouts.js';
+import { generatorOptions } from './options.js';
 import { openLease, restores } from './native.js';
 import * as engine from './engine.js';
 
@@ -15,52 +15,11 @@ import * as engine from './engine.js';
 const MAX_BATCH = 1 << 26;
 const OPTION_NAMES = ['workerId', 'layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'clock'];
 const RESUME_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'workerId');
-const OPEN_OPTION_NAMES = ['layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'maxHandoverWaitMs'];
 const STATE_KEYS = ['layoutFingerprint', 'workerId', 'clockSeq', 'highWaterMs'];
 /** `Symbol.dispose` where the runtime has it (Node >= 20.4, 18.18), else the registered name Node and TypeScript use. */
 const DISPOSE = typeof Symbol.dispose === 'symbol' ? Symbol.dispose : Symbol.for('nodejs.dispose');
 /** The constructor's first argument from `Generator.resume` and `Generator.open`, which pass what the generator holds as the second. */
 const HOLDING = Symbol('clockflake.holding');
-
-function generatorOptions(options, allowed, name) {
-  plainObject(options, name);
-  onlyKnownKeys(options, allowed, name);
-  const { onRollback, maxWaitMs, maxDriftMs, clock } = options;
-  if (onRollback !== undefined && typeof onRollback !== 'string') {
-    throw typeError('onRollback', "'clock-sequence' | 'wait' | 'logical' | 'fail'", onRollback);
-  }
-  if (clock !== undefined && typeof clock !== 'function') throw typeError('clock', 'a function returning Unix ms', clock);
-  return {
-    record: layoutRecord(options.layout),
-    onRollback,
-    maxWaitMs: maxWaitMs === undefined ? undefined : integer(maxWaitMs, 'maxWaitMs', 'INVALID_ARG_VALUE'),
-    maxDriftMs: maxDriftMs === undefined ? undefined : integer(maxDriftMs, 'maxDriftMs', 'INVALID_ARG_VALUE'),
-    clock: clock ?? null,
-  };
-}
-
-/** The options of `Generator.open`: those of the constructor that make sense with a lease. */
-function openOptions(options) {
-  plainObject(options, 'options');
-  if (Object.hasOwn(options, 'workerId')) {
-    throw coded(
-      TypeError,
-      'UNKNOWN_OPTION',
-      'unknown option: Generator.open leases its worker id from the coordinator, so options.workerId cannot be given; use new Generator({ workerId }) for a fixed worker id',
-    );
-  }
-  if (Object.hasOwn(options, 'clock')) {
-    throw coded(
-      TypeError,
-      'UNKNOWN_OPTION',
-      'unknown option: a leased generator reads the system clock (its lease deadline and renewals depend on it), so options.clock cannot be given; use nextIdAt(ms) for explicit times',
-    );
-  }
-  const parsed = generatorOptions(options, OPEN_OPTION_NAMES, 'options');
-  const { maxHandoverWaitMs } = options;
-  parsed.maxHandoverWaitMs = maxHandoverWaitMs === undefined ? undefined : integer(maxHandoverWaitMs, 'maxHandoverWaitMs', 'INVALID_ARG_VALUE');
-  return parsed;
-}
 
 function stateError(message) {
   return coded(Error, 'INVALID_STATE', `invalid state: ${message}`);
@@ -141,9 +100,8 @@ export class Generator {
    * @param {object} [options] `{ layout?, onRollback?, maxWaitMs?, maxDriftMs?, maxHandoverWaitMs? }`
    */
   static open(uri, options = {}) {
-    if (typeof uri !== 'string') throw typeError('uri', 'a string such as "file:///var/lib/app/ids?app=orders"', uri);
-    const parsed = openOptions(options);
-    return new Generator(HOLDING, { generator: openLease(uri, parsed), record: parsed.record });
+    const generator = openLease(uri, options);
+    return new Generator(HOLDING, { generator, record: generator.record });
   }
 
   /** The worker id (for `Generator.open`, the leased one). */

@@ -26,8 +26,35 @@
 // Anything else the grant cannot serve (an explicit time going back, a tick full up to the
 // park, the deadline near) drops the grant, and the lease decides as for any id.
 import * as engine from './engine.js';
+import { coded, integer, plainObject, typeError } from './errors.js';
 import { call, fromNative, nativeAddon } from './native.js';
+import { generatorOptions } from './options.js';
 import { waitUntil } from './wait.js';
+
+const OPEN_OPTION_NAMES = ['layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'maxHandoverWaitMs'];
+
+/** The options of `Generator.open`: those of the constructor that make sense with a lease. */
+function openOptions(options) {
+  plainObject(options, 'options');
+  if (Object.hasOwn(options, 'workerId')) {
+    throw coded(
+      TypeError,
+      'UNKNOWN_OPTION',
+      'unknown option: Generator.open leases its worker id from the coordinator, so options.workerId cannot be given; use new Generator({ workerId }) for a fixed worker id',
+    );
+  }
+  if (Object.hasOwn(options, 'clock')) {
+    throw coded(
+      TypeError,
+      'UNKNOWN_OPTION',
+      'unknown option: a leased generator reads the system clock (its lease deadline and renewals depend on it), so options.clock cannot be given; use nextIdAt(ms) for explicit times',
+    );
+  }
+  const parsed = generatorOptions(options, OPEN_OPTION_NAMES, 'options');
+  const { maxHandoverWaitMs } = options;
+  parsed.maxHandoverWaitMs = maxHandoverWaitMs === undefined ? undefined : integer(maxHandoverWaitMs, 'maxHandoverWaitMs', 'INVALID_ARG_VALUE');
+  return parsed;
+}
 
 /** The native addon's handle of a layout, made once per layout record. */
 function nativeLayout(native, record) {
@@ -62,8 +89,10 @@ export class Leased {
   #perfUntil = -Infinity;
   #wallUntil = -Infinity;
 
-  /** Leases a worker id from `uri`; `parsed` is generator.js's parsed options. */
-  static open(uri, parsed) {
+  /** Leases a worker id from `uri` with `Generator.open`'s options. */
+  static open(uri, options) {
+    if (typeof uri !== 'string') throw typeError('uri', 'a string such as "file:///var/lib/app/ids?app=orders"', uri);
+    const parsed = openOptions(options);
     const native = nativeAddon();
     const layout = nativeLayout(native, parsed.record);
     const resolved = call(native.resolveOptions, layout, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs);
@@ -222,6 +251,11 @@ export class Leased {
     this.#parkMs = -1;
     this.#perfUntil = -Infinity;
     this.#wallUntil = -Infinity;
+  }
+
+  /** The layout's record (generator.js describes the layout from it). */
+  get record() {
+    return this.#record;
   }
 
   state() {

@@ -14,15 +14,15 @@ export function setNativeLoader(load) {
   loadNative = load;
 }
 
-/** Called by the same entry point: `open(uri, parsed)` makes a leased generator (leased.js). */
+/** Called by the same entry point: `open(uri, options)` makes a leased generator (leased.js). */
 export function setLeased(open) {
   openLeased = open;
 }
 
-/** A leased generator (generator.js's parsed options); NATIVE_UNAVAILABLE where there is no addon. */
-export function openLease(uri, parsed) {
+/** A leased generator (`Generator.open`'s arguments); NATIVE_UNAVAILABLE where there is no addon. */
+export function openLease(uri, options) {
   nativeAddon();
-  return openLeased(uri, parsed);
+  return openLeased(uri, options);
 }
 
 /** The native addon, loaded on first use; NATIVE_UNAVAILABLE where there is none. */
