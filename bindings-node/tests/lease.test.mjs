@@ -230,6 +230,53 @@ test('a leased generator left open is released when its thread ends, or when it 
   assert.equal(out.trim(), '0', 'worker id 0 is free again once the generator was collected');
 });
 
+test('leased: a generator dropped without close() stores a state above every id JavaScript issued (the park)', async (t) => {
+  // A thread issues lone ids for 400 ms (from grants: JavaScript holds the ticks up to the park)
+  // and ends without close(): the lease stores its generator's exact state. One worker id only,
+  // so the next holder takes the same one; asked for an id at each tick the thread used, it
+  // must refuse or give a new id, never one of the thread's.
+  const dir = tempDir(t);
+  const layout = workerLayout(0);
+  const uri = `file://${dir}?app=dropped`;
+  const indexUrl = new URL('../lib/index.mjs', import.meta.url).href;
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
+      const gen = Generator.open(workerData.uri, { layout: workerData.layout });
+      const ids = [];
+      const until = Date.now() + 400;
+      while (Date.now() < until) {
+        ids.push(gen.nextId());
+        const ms = Date.now();
+        while (Date.now() === ms);
+      }
+      parentPort.postMessage(ids); // and exit without close()
+    });
+  `;
+  const issued = await new Promise((resolve, reject) => {
+    let got;
+    const worker = new Worker(code, { eval: true, workerData: { uri, layout } });
+    worker.on('message', (m) => (got = m));
+    worker.on('error', reject);
+    worker.on('exit', () => resolve(got));
+  });
+  assert.ok(issued.length > 50, `only ${issued.length} ids`);
+  const seen = new Set(issued);
+  const next = Generator.open(uri, { layout });
+  let refused = 0;
+  for (const id of issued) {
+    try {
+      const again = next.nextIdAt(decode(id, layout).timestampMs);
+      assert.ok(!seen.has(again), `id ${again} issued twice`);
+    } catch (error) {
+      assert.equal(error.code, 'CLOCK_MOVED_BACKWARDS', error.message);
+      refused++;
+    }
+  }
+  assert.ok(refused > 0);
+  next.close();
+});
+
 test('leased nextIdAt: a full tick refuses with SEQUENCE_EXHAUSTED and the retry time; the clock going back moves to another clock sequence', (t) => {
   const dir = tempDir(t);
   const gen = Generator.open(`file://${dir}?app=explicit`);
