@@ -119,7 +119,9 @@ test('postgres: lease lost while a tight loop serves ids from JavaScript: no id 
     // And ids went on until about then (single ids, each checked, within the margin).
     assert.ok(lastIdAt > deadline - 100, `stopped ${(deadline - lastIdAt).toFixed(2)} ms before the deadline`);
     assert.ok(lastIdAt - haltedAt > 500, `stopped early: ${Math.round(lastIdAt - haltedAt)} ms`);
-    assert.ok(served > 100_000, `served ${served}`);
+    // The loop ran (how many ids depends on how much CPU the machine leaves it: 1 to 2.5 million
+    // here when quiet, 86,000 once beside the cluster tests; no figure of speed is asserted).
+    assert.ok(served > 1000, `served ${served}`);
     assert.throws(() => gen.nextId(), { code: 'LEASE_LOST' });
     assert.equal(gen.leaseRemainingMs, 0);
   } finally {
