@@ -5,8 +5,9 @@
 //   lib/workerd.mjs  Cloudflare Workers (workerd), which refuse to compile wasm from bytes: it imports
 //                    lib/clockflake.wasm as a module instead (wrangler bundles .wasm imports so)
 //   lib/decode.mjs, lib/decode.cjs   `clockflake/decode`: decoding only, plain JavaScript
-// The wasm engine (bindings-wasm, `make build-wasm`) is inlined as bytes and instantiated
-// synchronously: no .wasm file to locate, no bundler configuration, no `await init()`.
+// The wasm engine (wasm/: bindings-wasm's build, copied in by `make build-js`) is inlined as
+// bytes and instantiated synchronously: no .wasm file to locate, no bundler configuration, no
+// `await init()`.
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { deflateRawSync } from 'node:zlib';
@@ -32,7 +33,7 @@ const inlineWasm = {
     });
   },
 };
-const WASM = join(here, '../bindings-wasm/pkg/web/clockflake_wasm_bg.wasm');
+const WASM = join(here, 'wasm/clockflake_wasm_bg.wasm');
 
 /**
  * `clockflake:wasm`: the engine's bytes, plain (`deflated` false) or deflated + inflated at load,

@@ -100,7 +100,12 @@ export interface OpenOptions {
   maxHandoverWaitMs?: number;
 }
 
-/** A coordinator URI: `file:///DIR?app=NAME`, `postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s`, `zookeeper://HOST:PORT,.../PATH?ttl=10s`. */
+/**
+ * A coordinator URI (every one the lease accepts; tests/coordinators.test.mjs keeps the list
+ * true): `file:///DIR?app=NAME`, `postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s`,
+ * `redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s`, `zookeeper://HOST:PORT,.../PATH?ttl=10s`,
+ * `k8s:///DIR?app=NAME` (a StatefulSet pod's ordinal), `env:///DIR?app=NAME` (`CLOCKFLAKE_WORKER_ID`).
+ */
 export type CoordinatorUri = string;
 
 /** A generator's saved state: JSON-safe. */
@@ -176,10 +181,10 @@ export declare class Generator {
   /**
    * A generator whose worker id is leased from a coordinator (a background thread renews it);
    * no id goes out after the lease deadline, and past it calls throw `LEASE_LOST`. Ids are
-   * served from per-tick blocks as for a fixed worker id; a block of more than one id is granted
-   * only while the deadline is more than two ticks + 10 ms away, and served only within its
-   * tick. Release it with `close()` or `using`. Each cluster worker and worker_thread opens its
-   * own.
+   * issued in JavaScript, as for a fixed worker id, within ticks the lease granted through its
+   * checks (at most 200 ms ahead, inside the persisted reservation, two ticks + 10 ms before the
+   * deadline), each checked against the deadline. Release it with `close()` or `using`. Each
+   * cluster worker and worker_thread opens its own.
    *
    * @example
    * using gen = Generator.open('file:///var/lib/app/ids?app=orders');

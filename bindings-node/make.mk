@@ -8,6 +8,8 @@
 #                     PublicIds, tsc, npm pack
 #   make demo-node    prints a few ids with their decoded fields
 #   make bench-node   benchmark against npm peers (installed into bench/ only here)
+#   make bench-node-lone  lone calls (each the only one of its ms) of every generator, processes in
+#                     turns; BEFORE=DIR adds the clockflake rows of another checkout's built bindings-node
 #   make test-node-smoke  the packed tarballs installed as users do: Node ESM/CJS with and without the
 #                     native package, Bun, Deno, Vite and esbuild pages in headless Chromium, bundle sizes
 #   make dist-js      dist/clockflake-<version>.tgz and dist/clockflake-<platform>-<version>.tgz (npm pack; addons
@@ -17,7 +19,7 @@ NODE_DIR := $(ROOT)/bindings-node
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node setup-biome build-node build-js lint-node lint-js core-errors-node test-node demo-node bench-node setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross setup-qemu-arm64 check-node-arm64
+.PHONY: setup-node setup-biome build-node build-js lint-node lint-js core-errors-node test-node demo-node bench-node bench-node-lone setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross setup-qemu-arm64 check-node-arm64
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -31,7 +33,12 @@ build-node: setup-node setup-rust build-js
 	cd $(NODE_DIR) && npx napi build --platform --release --js binding.js --dts binding.d.ts
 
 # lib/ only: the package's JavaScript with the wasm engine inlined (what the ID inspector loads).
+# The engine the package ships is its own: the glue and .wasm of `make build-wasm` are copied into
+# bindings-node/wasm/ (git-ignored), which js/engine.js imports and build.mjs inlines; nothing of
+# the package reads bindings-wasm/pkg/ (the wasm crate's own build output, for its tests and page).
 build-js: setup-node build-wasm
+	rm -rf $(NODE_DIR)/wasm && mkdir -p $(NODE_DIR)/wasm
+	cp $(WASM_DIR)/pkg/web/clockflake_wasm.js $(WASM_DIR)/pkg/web/clockflake_wasm_bg.wasm $(NODE_DIR)/wasm/
 	cd $(NODE_DIR) && node build.mjs
 
 lint-node: setup-rust
@@ -86,6 +93,10 @@ bench-node: build-node setup-bench-node setup-node-smoke
 	cd $(NODE_DIR) && node bench/bench.mjs --write-benchmarks $(ROOT)/BENCHMARKS.md
 	cd $(NODE_DIR) && smoke/node_modules/@oven/bun-linux-x64/bin/bun bench/bench.mjs --runs 3 --write-benchmarks $(ROOT)/BENCHMARKS.md
 	cd $(NODE_DIR) && smoke/node_modules/@deno/linux-x64-glibc/deno run -A bench/bench.mjs --runs 3 --write-benchmarks $(ROOT)/BENCHMARKS.md
+
+# Not part of bench-node: its before/after figures are recorded by hand in BENCHMARKS.md ("Lone calls").
+bench-node-lone: build-node setup-bench-node
+	cd $(NODE_DIR) && node bench/lone.mjs $(if $(BEFORE),--before $(BEFORE))
 
 # Bun and Deno come from the npm packages that carry their binaries, Vite, esbuild and
 # playwright-core (driving /usr/bin/chromium: never a browser download) from smoke/'s lock.

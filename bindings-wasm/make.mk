@@ -1,7 +1,6 @@
 # bindings-wasm: the wasm engine (wasm-bindgen) that the npm package clockflake (bindings-node/) inlines,
-# its raw JS wrapper (js/, for its own tests and benchmarks), and the ID inspector page (www/, which
-# loads the clockflake package's browser build).
-#   make build-wasm   .wasm + pkg/web (wasm-bindgen's glue), which bindings-node/build.mjs inlines
+# and the ID inspector page (www/, which loads the clockflake package's browser build).
+#   make build-wasm   .wasm + pkg/web (wasm-bindgen's glue), which make build-js copies into bindings-node/wasm/
 #   make test-wasm    shared vectors + engine tests through the package in Node, then the page in headless Chromium
 #   make bench-wasm   decode / nextId / sustained rate in Node and Chromium vs nodejs-snowflake
 #   make serve-wasm   the ID inspector page on a loopback port (also: make serve)

@@ -8,8 +8,8 @@
 //   decode      ns per decode of one of 1,000 fresh ids (median of 300 passes)
 //   nextIds     clockflake only: ns per id of nextIds(1000) started just after a tick (median of 300)
 //   public ids  clockflake only: ns per PublicIds encode / decode / encodeText / decodeText
-// 'clockflake (leased, file://)' is Generator.open on a temporary directory: ids served from
-// per-tick blocks like the static generator's, each block taken through the lease's checks.
+// 'clockflake (leased, file://)' is Generator.open on a temporary directory: ids issued in
+// JavaScript on the wasm engine within ticks the lease granted through its checks.
 // Every figure reported is the median over the runs; ratios compare medians.
 import { createRequire } from 'node:module';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -177,7 +177,7 @@ const leaseRaw = median(lease.raw);
 const summary = [
   `- clockflake \`nextIds(1000)\` just after a tick: **${fmt(batch, 2)} ns per id** (${fmt((batch / ourRaw) * 100, 0)}% of one \`nextId()\` call).`,
   `- \`Date.now()\` alone, same bursts: ${fmt(median(dateNow))} ns per call; clockflake's \`nextId()\` costs ${fmt(ourRaw - median(dateNow))} ns on top of it.`,
-  `- clockflake leased (\`Generator.open('file://...')\`): raw ${fmt(leaseRaw)} ns per \`nextId()\` against ${fmt(ourRaw)} ns static (${leaseRaw >= ourRaw ? '+' : ''}${fmt(leaseRaw - ourRaw)} ns: JavaScript serves per-tick blocks, each taken from the native addon through the lease's deadline and reservation checks; the first id of a ms is one plain native call, checked like any id); first call of a ms ${fmt(median(lease.first), 0)} ns against ${fmt(median(ours.first), 0)} ns; \`nextIds(1000)\` ${fmt(median(lease.batch), 2)} ns per id; sustained ${fmt((100 * median(lease.rate)) / CAP, 2)}% of the cap, duplicates in every run: ${lease.duplicates.join(', ')}.`,
+  `- clockflake leased (\`Generator.open('file://...')\`): raw ${fmt(leaseRaw)} ns per \`nextId()\` against ${fmt(ourRaw)} ns static (${leaseRaw >= ourRaw ? '+' : ''}${fmt(leaseRaw - ourRaw)} ns: JavaScript issues the ids on the wasm engine within ticks the lease granted through its deadline and reservation checks, a native call every 100 ms; see the lone-call section); first call of a ms ${fmt(median(lease.first), 0)} ns against ${fmt(median(ours.first), 0)} ns; \`nextIds(1000)\` ${fmt(median(lease.batch), 2)} ns per id; sustained ${fmt((100 * median(lease.rate)) / CAP, 2)}% of the cap, duplicates in every run: ${lease.duplicates.join(', ')}.`,
   `- \`PublicIds\` (wasm calls): encode ${fmt(median(publicCost.encode))} ns, decode ${fmt(median(publicCost.decode))} ns, encodeText ${fmt(median(publicCost.encodeText))} ns, decodeText ${fmt(median(publicCost.decodeText))} ns per id.`,
   `- clockflake sustained per run: ${ours.rate.map((r, i) => `${fmt((100 * r) / CAP, 2)}% (CPU ${fmt(100 * ours.cpuShare[i], 0)}%)`).join(', ')}; duplicates in every run: ${ours.duplicates.join(', ')}.`,
 ];
@@ -205,7 +205,7 @@ const section = [
     'the default layout allows 4,096 ids per ms per worker, so 4,096,000 ids/s is the cap, and a generator above it is issuing duplicates or borrowing future time. ' +
     '*raw* is the cost per call in bursts of 1,000 calls started just after the millisecond changes (below the cap, so nothing waits); ' +
     '*first call of a ms* is one call just after the millisecond changes, the timer cost subtracted, median and 99th percentile of 300 (what a caller needing an id now and then pays); ' +
-    "a fixed-worker-id clockflake generator runs on the wasm engine (one wasm call per id), the leased one on the native addon; the addon's static napi engine (the *clockflake before* row of earlier runs) was removed in issue 16: the package's fixed-worker generator is the wasm engine. " +
+    "a fixed-worker-id clockflake generator runs on the wasm engine (one wasm call per id), the leased one too, within ticks its lease granted; the addon's static napi engine (the *clockflake before* row of earlier runs) was removed in issue 16: the package's fixed-worker generator is the wasm engine. " +
     '*decode* is one id to its parts (clockflake `decode`, sapphire `deconstruct`, snowflakify `destructure`, nodejs-snowflake `timestampFromID` + `instanceIDFromID`, uuidv7 `UUID.parse`). ' +
     'uuidv7 ids are 128-bit strings, not 64-bit integers: listed for scale. *CPU share* is the CPU time of the process over the wall time of that loop (all generators spin or compute the whole second): on this shared 2-core machine other processes take whole milliseconds, and a millisecond the process is off the CPU is a millisecond of ids lost to every generator alike.',
 ].join('\n');

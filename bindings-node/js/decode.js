@@ -2,7 +2,7 @@
 // that read ids and make none. The same `decode` as the full package, with the same codes and
 // messages (core's, rebuilt by messages.js); the preset layouts come from the core at build
 // time. A custom layout is given as a `describeLayout()` result of the full package.
-import { UNKNOWN_LAYOUT_MESSAGE, invalidIdMessage } from '../../bindings-wasm/js/messages.js';
+import { UNKNOWN_LAYOUT_MESSAGE, invalidIdMessage } from './messages.js';
 import { ClockflakeError, coded, typeError } from './errors.js';
 import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';
 

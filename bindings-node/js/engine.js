@@ -37,8 +37,8 @@ import {
   scratch64_ptr as wasm_scratch64_ptr,
   wasm_memory as wasm_wasm_memory,
   wait_step as wasm_wait_step,
-} from '../../bindings-wasm/pkg/web/clockflake_wasm.js';
-import { formatMessage } from '../../bindings-wasm/js/messages.js';
+} from '../wasm/clockflake_wasm.js';
+import { formatMessage } from './messages.js';
 import { ClockflakeError } from './errors.js';
 
 wasm_initSync({ module: wasmBytes });

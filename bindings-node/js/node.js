@@ -2,24 +2,13 @@
 // native addon for `Generator.open`, loaded on first use from the per-platform optional package
 // (`clockflake-<platform>`, napi-rs's loader `binding.js`).
 import { createRequire } from 'node:module';
-import { ClockflakeError, setNativeLoader } from './api.js';
+import { ClockflakeError } from './errors.js';
+import { Leased } from './leased.js';
+import { setLeased, setNativeLoader } from './native.js';
 
-export {
-  ClockflakeError,
-  Generator,
-  PublicIds,
-  decode,
-  describeLayout,
-  encode,
-  guessLayout,
-  idRange,
-  isPlausible,
-  jsonReplacer,
-  layouts,
-  restored,
-  stringify,
-  suggestLayout,
-} from './api.js';
+export * from './api.js';
+
+setLeased(Leased.open);
 
 /** The npm package of the native addon for this platform, named as napi-rs names it. */
 function platformPackage() {

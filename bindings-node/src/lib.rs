@@ -3,12 +3,13 @@
 //! worker ids, public ids) runs on the wasm engine; this addon only builds the layout a lease
 //! needs and serves the lease.
 //!
-//! These functions are internal. The public API is the hand-written JavaScript in `js/api.js`
-//! (with `index.d.ts`), which checks argument types and shapes, serves ids from the blocks
-//! handed out here, and turns the errors thrown here into `Error`s with `.code` and `.retryAtMs`.
+//! These functions are internal. The public API is the hand-written JavaScript in `js/` (with
+//! `index.d.ts`), which checks argument types and shapes, issues ids itself within the ticks
+//! granted here (`leased_grant`, see js/leased.js), and turns the errors thrown here into
+//! `Error`s with `.code` and `.retryAtMs`.
 //!
 //! Why free functions over `External`s rather than a `#[napi]` class: a class method call costs
-//! several times a free function call, and the hot path (`leased_take`) runs once per block.
+//! several times a free function call.
 //!
 //! Every error thrown from here carries the core's stable code as `.code` (napi-rs sets `.code`
 //! from the error's status string). The `retry_at_ms` of the last error thrown on this thread is
@@ -20,7 +21,7 @@ use std::time::Duration;
 
 use clockflake::{Error as CoreError, Field, Layout, Options, Policy};
 use clockflake_lease::{LeaseError, LeaseOptions, LeasedGenerator};
-use napi::bindgen_prelude::{BigUint64ArraySlice, External};
+use napi::bindgen_prelude::{BigInt, External, Float64ArraySlice};
 use napi_derive::napi;
 
 /// A napi error whose `.code` is the core's code (or one of this binding's argument codes).
@@ -173,13 +174,9 @@ pub struct StateOut {
 // ---------------------------------------------------------------------------------------------
 // Leased generators (Generator.open)
 //
-// `nextId()` serves blocks from JavaScript, taken by `leased_take`
-// through `LeasedGenerator::next_block`: a block of more than one id is granted only while
-// the lease deadline is more than two ticks + 10 ms away (closer, one id checked like
-// `next_id`), and JavaScript hands its ids out only while `Date.now()` reads within the
-// window the lease gave the block (its tick, on the system clock), so the last one goes out
-// well before the deadline. `close()` empties the block before closing. Every id of a block
-// lies inside the persisted reservation, like every id of `next_id`.
+// JavaScript issues most ids itself within the ticks `leased_grant` hands it; the rest (a
+// lease that grants nothing now, explicit times the grant cannot serve) come from
+// `leased_next_id` and `leased_next_id_at`, checked like every id of the lease.
 
 fn throw_lease(error: LeaseError) -> napi::Error<&'static str> {
     LAST_RETRY_AT_MS.with(|last| last.set(error.retry_at_ms()));
@@ -228,52 +225,109 @@ pub fn resolve_options(
 }
 
 /// The next id of a leased generator, checked like every id (`LeasedGenerator::next_id`): what
-/// JavaScript calls for the first id of a tick, where a block would cost more to take (a typed
-/// array argument) than it saves. Waits out a full tick and a handover.
+/// JavaScript calls where no grant serves. Waits out a full tick and a handover.
 #[napi(catch_unwind)]
 pub fn leased_next_id(generator: &External<LeasedGenerator>) -> Result<u64> {
     lease(generator.next_id())
 }
 
-/// Takes the next block of a leased generator into `out`: consecutive ids of one tick, at
-/// least one, up to `max_count` and the buffer's size (waits out a full tick and a handover;
-/// refuses once the lease is lost or closed). The buffer's last three slots receive, as the
-/// bits of f64s, the block's tick (Unix ms, on the lease's time) and the window the lease
-/// gives it on the system clock, `[from, until)`: JavaScript serves the block only while
-/// `Date.now()` reads within it.
+/// Ticks handed to JavaScript: `leased_grant` parks the lease's generator at a tick ahead of its
+/// time (one id taken there at an explicit time, through every check the lease makes: active,
+/// not forked, before the deadline, inside the persisted reservation and its clock sequence),
+/// so that the ticks between its last id and that one are JavaScript's to issue, in the same
+/// clock sequence, on the wasm engine. Nothing else of the lease can issue them afterwards:
+/// its core generator continues above the parked id, and every state it stores or persists
+/// (the reservation, `close`, a drop) is at or above it. What JavaScript must still check
+/// itself, on every id, is the time: before the parked tick, and before the deadline handed
+/// over here (see js/leased.js).
+///
+/// The park is at most `span_ms` ahead of the lease's time, never past the reservation, and
+/// two ticks + 10 ms before the deadline. `parked` is JavaScript's current parked id (0: none):
+/// then the grant is only extended, while the generator issued nothing since; where it cannot
+/// move, the same id comes back (the lease still active, the deadline read again). Returns the
+/// parked id, or 0 where nothing can be granted now (the lease inactive, its deadline or its
+/// reservation too close, the generator's last id in the lease's current tick): JavaScript
+/// then takes its id through `leased_next_id`, which refuses or waits as the lease decides.
+///
+/// `out` receives, as f64s: the lease's time when it was read (Unix ms), the ms left to the
+/// deadline (-1: never expires), the parked tick's start (Unix ms), the clock sequence, and that
+/// clock sequence's high-water mark before the park (Unix ms, -1: none).
 #[napi(catch_unwind)]
-pub fn leased_take(
+pub fn leased_grant(
     generator: &External<LeasedGenerator>,
-    mut out: BigUint64ArraySlice,
-    max_count: u32,
-) -> Result<u32> {
+    span_ms: f64,
+    parked: BigInt,
+    mut out: Float64ArraySlice,
+) -> Result<u64> {
     // SAFETY: the JavaScript thread is inside this call, so nothing else reads or writes the
     // typed array's memory meanwhile, and `out` is not used again after this function.
     let slots = unsafe { out.as_mut() };
-    // At least one id slot before the three of the window.
-    let Some(id_slots) = slots.len().checked_sub(3).filter(|&n| n > 0) else {
-        return Err(bad_value(
-            "leasedTake: expected a buffer of at least 4 slots".into(),
-        ));
+    if slots.len() < GRANT_SLOTS {
+        return Err(bad_value("leasedGrant: expected 5 slots".into()));
+    }
+    let span_ms = whole(span_ms, "spanMs")?;
+    let (negative, parked, lossless) = parked.get_u64();
+    if negative || !lossless {
+        return Err(bad_value("leasedGrant: expected a parked id".into()));
+    }
+    if !generator.is_active() {
+        return Ok(0);
+    }
+    let layout = *generator.layout();
+    let unit_ms = layout.unit_ms();
+    let tick_start = |ms: u64| ms - (ms.saturating_sub(layout.epoch_ms()) % unit_ms);
+    let deadline_in_ms = generator.deadline_in_ms();
+    let margin_ms = 2 * unit_ms + 10;
+    let state = generator.state();
+    let last_ms = (state.marks(&layout).get(state.clock_seq as usize).copied()).flatten();
+    let now_ms = generator.now_ms();
+    let parked_ms = match parked {
+        0 => None,
+        id => Some(core(layout.decode(id))?.timestamp_ms),
     };
-    let (ids, window) = slots.split_at_mut(id_slots);
-    let wanted = (ids.len().min(max_count as usize) as u64).max(1);
-    let block = lease(generator.next_block(wanted))?;
-    let times = [
-        block.tick_ms(),
-        block.serve_from_ms(),
-        block.serve_until_ms(),
+    let mut values = [
+        now_ms as f64,
+        deadline_in_ms.map_or(-1.0, number),
+        parked_ms.map_or(-1.0, number),
+        number(state.clock_seq),
+        last_ms.map_or(-1.0, number),
     ];
-    for (slot, ms) in window.iter_mut().zip(times) {
-        *slot = (ms as f64).to_bits();
+    // The grant as it is, where it cannot move (nothing issued natively since the park).
+    let unchanged = if parked_ms.is_some() && parked_ms == last_ms {
+        parked
+    } else {
+        0
+    };
+    if parked_ms.is_some() && unchanged == 0 {
+        return Ok(0);
     }
-    let mut count = 0u32;
-    for (id, slot) in block.zip(ids.iter_mut()) {
-        *slot = id;
-        count += 1;
+    if parked_ms.is_none() && last_ms.is_some_and(|last| tick_start(last) >= tick_start(now_ms)) {
+        // JavaScript's time (never ahead of the lease's, see js/leased.js) must be past the
+        // last id's tick, or its first id would wait for the next tick.
+        return Ok(0);
     }
-    Ok(count)
+    let mut until_ms = now_ms
+        .saturating_add(span_ms)
+        .min(generator.stats().reserved_until_ms);
+    if let Some(left) = deadline_in_ms {
+        until_ms = until_ms.min((now_ms + left).saturating_sub(margin_ms));
+    }
+    let park_ms = tick_start(until_ms);
+    let floor_ms = last_ms.map_or(now_ms, |last| last.max(now_ms));
+    if park_ms >= tick_start(floor_ms) + 2 * unit_ms {
+        let block = lease(generator.next_block_at(park_ms, 1))?;
+        if let Some(id) = block.peek() {
+            values[2] = number(block.tick_ms());
+            slots[..GRANT_SLOTS].copy_from_slice(&values);
+            return Ok(id);
+        }
+    }
+    slots[..GRANT_SLOTS].copy_from_slice(&values);
+    Ok(unchanged)
 }
+
+/// How many f64s `leased_grant` writes.
+const GRANT_SLOTS: usize = 5;
 
 /// The next id at an explicit time (Unix ms); never waits.
 #[napi(catch_unwind)]

@@ -75,7 +75,7 @@ test('postgres: server down past the TTL -> LEASE_LOST, no id after the deadline
   gen.close(); // a lost generator closes without error
 });
 
-test('postgres: lease lost while a tight loop serves blocks: no id after the deadline (+ one tick and the block margin)', { skip }, () => {
+test('postgres: lease lost while a tight loop serves ids from JavaScript: no id after the deadline', { skip }, () => {
   const env = { ...process.env };
   const ttlMs = 1000;
   const uri = `${url}?app=${app}-c&ttl=1s`;
@@ -94,7 +94,7 @@ test('postgres: lease lost while a tight loop serves blocks: no id after the dea
   let previous = 0n;
   let error;
   try {
-    // A tight loop: almost every id comes from a block, without a native call.
+    // A tight loop: almost every id is issued in JavaScript, within a grant, without a native call.
     for (;;) {
       const asked = performance.now();
       const id = gen.nextId();
@@ -112,14 +112,16 @@ test('postgres: lease lost while a tight loop serves blocks: no id after the dea
     assert.equal(error.code, 'LEASE_LOST', error.message);
     // The deadline is at most TTL - TTL/10 after the last renewal, sent before haltDone.
     assert.ok(typeof remaining === 'number' && remaining > 0 && remaining <= ttlMs - ttlMs / 10, `remaining ${remaining}`);
-    // A block may be served one tick past its grant (and a little more where Date.now() and the
-    // lease's time disagree), and none is granted within 2 ticks + 10 ms of the deadline: no id
-    // after the deadline (1.5 ms for reading the boot clock and performance.now() apart).
+    // A grant is served only before the deadline it was handed (checked on every id, on
+    // performance.now() and Date.now()) and parks 2 ticks + 10 ms before it: no id after the
+    // deadline (1.5 ms for reading the boot clock and performance.now() apart).
     assert.ok(lastIdAt <= deadline + 1.5, `last id ${(lastIdAt - deadline).toFixed(2)} ms after the deadline`);
     // And ids went on until about then (single ids, each checked, within the margin).
     assert.ok(lastIdAt > deadline - 100, `stopped ${(deadline - lastIdAt).toFixed(2)} ms before the deadline`);
     assert.ok(lastIdAt - haltedAt > 500, `stopped early: ${Math.round(lastIdAt - haltedAt)} ms`);
-    assert.ok(served > 100_000, `served ${served}`);
+    // The loop ran (how many ids depends on how much CPU the machine leaves it: 1 to 2.5 million
+    // here when quiet, 86,000 once beside the cluster tests; no figure of speed is asserted).
+    assert.ok(served > 1000, `served ${served}`);
     assert.throws(() => gen.nextId(), { code: 'LEASE_LOST' });
     assert.equal(gen.leaseRemainingMs, 0);
   } finally {
@@ -128,9 +130,9 @@ test('postgres: lease lost while a tight loop serves blocks: no id after the dea
   gen.close();
 });
 
-test('postgres: 50 ms ticks, ids paced 2 per ms: blocks stop 2 ticks + 10 ms before the deadline, so no id after it', { skip }, () => {
-  // With a long tick a block is served for up to 50 ms: without the margin, a block granted just
-  // before the deadline would go on well after it.
+test('postgres: 50 ms ticks, ids paced 2 per ms: grants park 2 ticks + 10 ms before the deadline, so no id after it', { skip }, () => {
+  // With long ticks, the lease serves the last ticks before the deadline itself, one checked id
+  // at a time: JavaScript's grant ends at least 2 ticks + 10 ms before it.
   const layout = workerLayout(7, 50);
   const env = { ...process.env };
   const gen = Generator.open(`${url}?app=${app}-d&ttl=1s`, { layout });

@@ -2,7 +2,7 @@
 // a temporary directory), close / Symbol.dispose, pool exhaustion, and the error shape.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -230,6 +230,53 @@ test('a leased generator left open is released when its thread ends, or when it 
   assert.equal(out.trim(), '0', 'worker id 0 is free again once the generator was collected');
 });
 
+test('leased: a generator dropped without close() stores a state above every id JavaScript issued (the park)', async (t) => {
+  // A thread issues lone ids for 400 ms (from grants: JavaScript holds the ticks up to the park)
+  // and ends without close(): the lease stores its generator's exact state. One worker id only,
+  // so the next holder takes the same one; asked for an id at each tick the thread used, it
+  // must refuse or give a new id, never one of the thread's.
+  const dir = tempDir(t);
+  const layout = workerLayout(0);
+  const uri = `file://${dir}?app=dropped`;
+  const indexUrl = new URL('../lib/index.mjs', import.meta.url).href;
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
+      const gen = Generator.open(workerData.uri, { layout: workerData.layout });
+      const ids = [];
+      const until = Date.now() + 400;
+      while (Date.now() < until) {
+        ids.push(gen.nextId());
+        const ms = Date.now();
+        while (Date.now() === ms);
+      }
+      parentPort.postMessage(ids); // and exit without close()
+    });
+  `;
+  const issued = await new Promise((resolve, reject) => {
+    let got;
+    const worker = new Worker(code, { eval: true, workerData: { uri, layout } });
+    worker.on('message', (m) => (got = m));
+    worker.on('error', reject);
+    worker.on('exit', () => resolve(got));
+  });
+  assert.ok(issued.length > 50, `only ${issued.length} ids`);
+  const seen = new Set(issued);
+  const next = Generator.open(uri, { layout });
+  let refused = 0;
+  for (const id of issued) {
+    try {
+      const again = next.nextIdAt(decode(id, layout).timestampMs);
+      assert.ok(!seen.has(again), `id ${again} issued twice`);
+    } catch (error) {
+      assert.equal(error.code, 'CLOCK_MOVED_BACKWARDS', error.message);
+      refused++;
+    }
+  }
+  assert.ok(refused > 0);
+  next.close();
+});
+
 test('leased nextIdAt: a full tick refuses with SEQUENCE_EXHAUSTED and the retry time; the clock going back moves to another clock sequence', (t) => {
   const dir = tempDir(t);
   const gen = Generator.open(`file://${dir}?app=explicit`);
@@ -256,35 +303,35 @@ function msStart() {
   return now;
 }
 
-test('close: no id of a partly served block goes out after close()', (t) => {
+test('close: no id of a grant being served goes out after close()', (t) => {
   const dir = tempDir(t);
   const realNow = Date.now;
   t.after(() => {
     Date.now = realNow;
   });
-  let servedFromBlock = 0;
+  let servedFromGrant = 0;
   for (let round = 0; round < 30; round++) {
     const gen = Generator.open(`file://${dir}?app=close-block-${round}`);
     gen.nextId(); // the first call of a lease (handover checks) may take longer
     msStart();
-    // Hold Date.now() still: the block's tick keeps reading however long close() takes
-    // (it writes and syncs the state file), so a block still being served is the case tested.
+    // Hold Date.now() still (a grant is served on performance.now()): the case tested is ids being
+    // served in JavaScript from a grant when close() comes.
     const frozen = realNow();
     Date.now = () => frozen;
-    gen.nextId(); // a new tick: one id (a leased generator's first take of a tick)
-    const second = gen.nextId(); // the same tick: a block of 16, one served
-    const third = gen.nextId(); // served from the block
-    if (decode(third).sequence === decode(second).sequence + 1) servedFromBlock++;
+    gen.nextId();
+    const second = gen.nextId(); // from the grant
+    const third = gen.nextId(); // from the grant
+    if (decode(third).sequence === decode(second).sequence + 1) servedFromGrant++;
     gen.close();
     throwsCoded(() => gen.nextId(), 'GENERATOR_CLOSED');
     throwsCoded(() => gen.nextIds(2), 'GENERATOR_CLOSED');
     Date.now = realNow;
   }
-  // The test proves something only when a block was being served at close().
-  assert.ok(servedFromBlock >= 5, `a block served at close() in only ${servedFromBlock} of 30 rounds`);
+  // The test proves something only when a grant was being served at close().
+  assert.ok(servedFromGrant >= 5, `a grant served at close() in only ${servedFromGrant} of 30 rounds`);
 });
 
-test('leased: ids from blocks, nextIds and nextIdAt (the clock back too) never repeat', (t) => {
+test('leased: ids from grants, nextIds and nextIdAt (the clock back too) never repeat', (t) => {
   const dir = tempDir(t);
   const gen = Generator.open(`file://${dir}?app=mixed`);
   const seen = new Set();
@@ -295,7 +342,7 @@ test('leased: ids from blocks, nextIds and nextIdAt (the clock back too) never r
   let previous = 0n;
   let explicit = 0;
   for (let round = 0; round < 2000; round++) {
-    // A run of nextId(): after the first, served from the block, strictly increasing.
+    // A run of nextId(): served from the grant, strictly increasing.
     for (let i = 0; i < 40; i++) {
       const id = gen.nextId();
       if (decode(id).clockSeq === decode(previous || id).clockSeq) assert.ok(id > previous);
@@ -303,7 +350,7 @@ test('leased: ids from blocks, nextIds and nextIdAt (the clock back too) never r
       keep(id);
     }
     // At the tick of the last id (the lease's time, which may read 1 ms ahead of Date.now()):
-    // from the block while it lasts, else from the core, or the tick is full.
+    // from the grant, or the tick is full.
     const tick = decode(previous).timestampMs;
     try {
       keep(gen.nextIdAt(tick));
@@ -317,39 +364,58 @@ test('leased: ids from blocks, nextIds and nextIdAt (the clock back too) never r
     previous = 0n;
   }
   assert.ok(seen.size > 2000 * 40);
-  assert.ok(explicit > 1000, `nextIdAt at the block's tick: ${explicit} of 2000`);
+  assert.ok(explicit > 1000, `nextIdAt at the last id's tick: ${explicit} of 2000`);
   gen.close();
 });
 
-test('leased: an idle block is dropped, so a clock stepping back to its tick later serves nothing from it', async (t) => {
+test('leased: the wall clock stepping back does not take ids back (they carry the lease\'s time)', (t) => {
+  // JavaScript issues a leased generator's ids on the lease's own time (a clock that keeps
+  // counting when the wall clock steps back), as the lease does: a step back of the wall clock
+  // changes nothing, neither the ids' times nor their clock sequence.
   const dir = tempDir(t);
   const realNow = Date.now;
   t.after(() => {
     Date.now = realNow;
   });
-  const gen = Generator.open(`file://${dir}?app=idle-block`);
-  gen.nextId();
-  let stale = 0;
-  let tried = 0;
-  for (let round = 0; round < 9; round++) {
-    const start = msStart();
-    gen.nextId(); // a new tick: one id
-    const first = gen.nextId(); // the same tick: a block of 16, one served
-    const at = Date.now();
-    if (at !== start) continue; // the tick moved on already
-    tried++;
-    await new Promise((resolve) => setTimeout(resolve, 30)); // idle
-    // The system clock steps back to the block's tick (Date.now() only: the lease's own clock
-    // runs on CLOCK_BOOTTIME and goes on). The block's window on Date.now() is the ms of the
-    // grant, give or take one for the two clocks' rounding: try each, one per block.
-    const back = at + [0, -1, 1][round % 3];
-    Date.now = () => back;
+  const gen = Generator.open(`file://${dir}?app=wall-back`);
+  let previous = gen.nextId();
+  const before = decode(previous);
+  Date.now = () => realNow() - 5000;
+  for (let i = 0; i < 2000; i++) {
     const id = gen.nextId();
-    Date.now = realNow;
-    if (decode(id).timestampMs < decode(first).timestampMs + 20) stale++;
+    assert.ok(id > previous, 'strictly increasing');
+    previous = id;
   }
-  assert.ok(tried >= 3, `only ${tried} rounds inside one ms`);
-  assert.equal(stale, 0, 'ids served from a block after its generator sat idle past the tick');
+  Date.now = realNow;
+  const after = decode(previous);
+  assert.equal(after.clockSeq, before.clockSeq, 'no clock-sequence switch');
+  assert.ok(after.timestampMs >= before.timestampMs && after.timestampMs <= realNow() + 1, `time ${after.timestampMs - realNow()} ms from now`);
+  gen.close();
+});
+
+test('leased: every id is inside the persisted reservation (the state file), lone calls and bursts alike', (t) => {
+  // A short reservation (20 ms), so that grants keep meeting its end: ids served in JavaScript
+  // never go past what the lease persisted before granting them.
+  const dir = tempDir(t);
+  const gen = Generator.open(`file://${dir}?app=reserved&reserve=20ms`);
+  const stateFile = join(dir, 'reserved', `worker-${gen.workerId}.state`);
+  const persisted = (clockSeq) => {
+    const line = readFileSync(stateFile, 'utf8').split('\n').find((l) => l.startsWith('high_water_ms '));
+    const mark = line.split(' ')[1 + clockSeq];
+    return mark === '-' ? -1 : Number(mark);
+  };
+  const until = Date.now() + 300;
+  let checked = 0;
+  while (Date.now() < until) {
+    const ids = checked % 2 ? [gen.nextId()] : gen.nextIds(50);
+    for (const id of ids) {
+      const parts = decode(id);
+      assert.ok(parts.timestampMs <= persisted(parts.clockSeq), `id at ${parts.timestampMs} past the reservation ${persisted(parts.clockSeq)}`);
+    }
+    checked++;
+    msStart();
+  }
+  assert.ok(checked > 50, `only ${checked} rounds`);
   gen.close();
 });
 

@@ -1,6 +1,6 @@
 // restored(): after a snapshot restore (which nothing inside the process can see), every
 // generator made before refuses with WORKER_ID_INVALIDATED, static and leased alike, including
-// ids a leased generator holds in its JavaScript-side block. Its own file: node --test runs each
+// the ticks a leased generator was granted to issue in JavaScript. Its own file: node --test runs each
 // file in a process of its own, and restored() touches every generator of the process.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +15,8 @@ test('restored() invalidates the static and leased generators made before it', (
   const fixed = new Generator({ workerId: 5 });
   const leased = Generator.open(`file://${dir}?app=restored`);
   fixed.nextId();
-  leased.nextId(); // a block of this tick now waits on the JavaScript side
+  leased.nextId();
+  leased.nextId(); // served from a grant: JavaScript holds the ticks ahead
   restored();
   for (const gen of [fixed, leased]) {
     for (const call of [() => gen.nextId(), () => gen.nextIdAt(Date.now()), () => gen.nextIds(3), () => gen.nextIdString()]) {

@@ -1,12 +1,12 @@
 // The wasm engine's behaviour through the clockflake package (bindings-node/lib, which inlines
 // it), in Node: argument types, error shape, 64-bit conversions, uniqueness under a real and an
-// injected clock, state round trips, and core's messages rebuilt in JS (js/messages.js).
+// injected clock, state round trips, and core's messages rebuilt in JS (the package's bindings-node/js/messages.js).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as runtime from '../../../bindings-node/lib/index.mjs';
-import { formatMessage } from '../../js/messages.js';
+import { formatMessage } from '../../../bindings-node/js/messages.js';
 import { throwsCoded } from './throws.mjs';
 
 const { ClockflakeError, Generator, decode, describeLayout, encode, idRange, layouts } = runtime;

@@ -1,6 +1,7 @@
 // Rebuilds core's error messages (core/src/error.rs, `Display`) from the numbers the wasm
-// build hands over (src/error_numbers.rs), so the .wasm needs no core::fmt. The Node tests compare
-// every kind with core's own output (examples/messages.rs), so a change in core shows up there.
+// engine hands over (bindings-wasm/src/error_numbers.rs), so the .wasm needs no core::fmt. The
+// tests compare every kind with core's own output (bindings-wasm/examples/messages.rs), so a
+// change in core shows up there.
 
 const FIELD_NAMES = ['timestamp', 'clock_seq', 'worker', 'sequence'];
 const NONE = (1n << 64n) - 1n;

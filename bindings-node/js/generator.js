@@ -1,0 +1,218 @@
+// `Generator`, the one public generator class: it checks arguments and options, then hands each
+// call to what the generator holds, with one interface (nextId, nextIdAt, nextIds, state,
+// close, invalidate, and the descriptive getters):
+//   - a fixed worker id (`new Generator({ workerId })`, `Generator.resume`): fixed.js, the wasm engine;
+//   - a leased worker id (`Generator.open(uri)`): leased.js, the native addon's lease with ids
+//     issued in JavaScript within the ticks it grants (handed over by the entry point that can
+//     load the addon, see native.js).
+import { coded, integer, shown } from './errors.js';
+import { FixedWorker } from './fixed.js';
+import { generatorOptions } from './options.js';
+import { openLease, restores } from './native.js';
+import * as engine from './engine.js';
+
+/** Most ids one `nextIds` call returns. */
+const MAX_BATCH = 1 << 26;
+const OPTION_NAMES = ['workerId', 'layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'clock'];
+const RESUME_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'workerId');
+const STATE_KEYS = ['layoutFingerprint', 'workerId', 'clockSeq', 'highWaterMs'];
+/** `Symbol.dispose` where the runtime has it (Node >= 20.4, 18.18), else the registered name Node and TypeScript use. */
+const DISPOSE = typeof Symbol.dispose === 'symbol' ? Symbol.dispose : Symbol.for('nodejs.dispose');
+/** The constructor's first argument from `Generator.resume` and `Generator.open`, which pass what the generator holds as the second. */
+const HOLDING = Symbol('clockflake.holding');
+
+function stateError(message) {
+  return coded(Error, 'INVALID_STATE', `invalid state: ${message}`);
+}
+
+/** A state record's form checked: `{ layoutFingerprint, workerId, clockSeq, marks }`. */
+function checkedState(state) {
+  if (state === null || typeof state !== 'object' || Array.isArray(state)) throw stateError(`expected an object, found ${shown(state)}`);
+  for (const key of Object.keys(state)) {
+    if (!STATE_KEYS.includes(key)) throw stateError(`unexpected key ${JSON.stringify(key)}: expected ${STATE_KEYS.join(', ')}`);
+  }
+  const { layoutFingerprint, workerId, clockSeq, highWaterMs } = state;
+  if (typeof layoutFingerprint !== 'string') throw stateError(`layoutFingerprint: expected a decimal string, found ${shown(layoutFingerprint)}`);
+  for (const [name, value] of [['workerId', workerId], ['clockSeq', clockSeq]]) {
+    if (!Number.isSafeInteger(value) || value < 0) throw stateError(`${name}: expected an integer 0..=9007199254740991, found ${shown(value)}`);
+  }
+  if (!Array.isArray(highWaterMs)) throw stateError(`highWaterMs: expected an array, found ${shown(highWaterMs)}`);
+  const marks = highWaterMs.map((mark, i) => {
+    if (mark === null) return null;
+    if (!Number.isSafeInteger(mark) || mark < 0) throw stateError(`highWaterMs[${i}]: expected null or an integer Unix ms, found ${shown(mark)}`);
+    return mark;
+  });
+  return { layoutFingerprint, workerId, clockSeq, marks };
+}
+
+/**
+ * Generates ids for one worker id. Not shareable between threads: each worker thread or cluster
+ * worker creates its own, with its own worker id (structured clone copies none of its state).
+ */
+export class Generator {
+  /** What the generator holds: a FixedWorker or a Leased. */
+  #held;
+  #record;
+  /** `restores` when the generator was made (see `restored`). */
+  #restores = restores;
+
+  /**
+   * @param {object} options `{ workerId, layout?, onRollback?, maxWaitMs?, maxDriftMs?, clock? }`
+   */
+  constructor(options, held) {
+    if (options === HOLDING) {
+      this.#held = held.generator;
+      this.#record = held.record;
+      return;
+    }
+    const parsed = generatorOptions(options, OPTION_NAMES, 'options');
+    const workerId = integer(options.workerId, 'workerId', 'WORKER_ID_OUT_OF_RANGE');
+    this.#held = FixedWorker.create(parsed, workerId);
+    this.#record = parsed.record;
+  }
+
+  /**
+   * Continues from a saved `state()` (after a restart, or taking over a worker id): never
+   * reissues an id at or below the state's high-water marks.
+   * @param {object} state the record `state()` returned (it survives JSON)
+   * @param {object} [options] as the constructor's, without `workerId`
+   */
+  static resume(state, options = {}) {
+    const parsed = generatorOptions(options, RESUME_OPTION_NAMES, 'options');
+    const generator = FixedWorker.resume(parsed, checkedState(state));
+    return new Generator(HOLDING, { generator, record: parsed.record });
+  }
+
+  /**
+   * A generator whose worker id is leased from a coordinator, continuing above every id that
+   * worker id ever issued. The coordinators (README's list, kept true by
+   * tests/coordinators.test.mjs):
+   * `file:///var/lib/app/ids?app=orders` (one host: a lock file per worker id),
+   * `postgres://user@db:5432/ids?app=orders&ttl=10s` (row leases),
+   * `redis://db:6379/0?app=orders&ttl=10s` (key leases),
+   * `zookeeper://zk1:2181,zk2:2181/snowflake/orders?ttl=10s` (ephemeral nodes),
+   * `k8s:///var/lib/app/ids?app=orders` (a StatefulSet pod's ordinal),
+   * `env:///var/lib/app/ids?app=orders` (`CLOCKFLAKE_WORKER_ID`).
+   * A background thread renews the lease; past its deadline every call throws `LEASE_LOST`.
+   * Call `close()` (or `using`) to release the worker id. Each cluster worker and each
+   * worker_thread opens its own.
+   * @param {string} uri the coordinator
+   * @param {object} [options] `{ layout?, onRollback?, maxWaitMs?, maxDriftMs?, maxHandoverWaitMs? }`
+   */
+  static open(uri, options = {}) {
+    const generator = openLease(uri, options);
+    return new Generator(HOLDING, { generator, record: generator.record });
+  }
+
+  /** The worker id (for `Generator.open`, the leased one). */
+  get workerId() {
+    return this.#held.workerId;
+  }
+
+  /**
+   * Whether the generator can still issue ids: false once closed, and for a leased generator
+   * once its lease is lost.
+   */
+  get isActive() {
+    return this.#held.isActive;
+  }
+
+  /**
+   * For a leased generator whose lease expires (`postgres://`, `redis://`, `zookeeper://`): how
+   * many ms are left before its deadline if no renewal succeeds meanwhile (the renewal thread
+   * moves it on; 0 once lost or closed). null for a lease held until the process ends
+   * (`file://`) and for a fixed worker id.
+   */
+  get leaseRemainingMs() {
+    return this.#held.leaseRemainingMs;
+  }
+
+  /**
+   * Counters for metrics: `workerId`, `state` ('active', 'lost', 'closed' or 'forked'),
+   * `leased`, and for a leased generator renewals and their failures, clock steps back,
+   * clock-sequence switches, waits and their time (µs), ms to the lease deadline (null: never
+   * expires), the reservation (Unix ms; 0 for a fixed worker id) and the skew measured by the
+   * start-up clock check (local minus the coordinator's clock, ms; null when not measured:
+   * file://, max_skew=off, a fixed worker id). Counted on slow paths
+   * only; reading them never waits.
+   */
+  stats() {
+    return this.#held.stats();
+  }
+
+  /** The coordinator of a leased generator (`file:///...?app=...`, no password), or null. */
+  get coordinator() {
+    return this.#held.coordinator;
+  }
+
+  /**
+   * Stops issuing ids: later calls throw `GENERATOR_CLOSED`. A leased generator stops its
+   * renewal thread, stores its state with the coordinator and releases its worker id.
+   * Idempotent. `gen[Symbol.dispose]()` (and `using`) calls it.
+   */
+  close() {
+    this.#held.close();
+  }
+
+  /** The layout's description (see `describeLayout`). */
+  get layout() {
+    return this.#record.info;
+  }
+
+  /** The rollback policy in force, and the waits it allows. */
+  get options() {
+    return this.#held.options;
+  }
+
+  /**
+   * The next id, at the clock's time. Waits (at most until the next tick) when the tick is full
+   * and the next one starts within a second; otherwise throws SEQUENCE_EXHAUSTED with `retryAtMs`.
+   */
+  nextId() {
+    if (this.#restores !== restores) this.#refuseRestored();
+    return this.#held.nextId();
+  }
+
+  /** The next id at an explicit time (Unix ms). Never blocks: a refusal throws, with `retryAtMs`. */
+  nextIdAt(nowMs) {
+    const now = integer(nowMs, 'nowMs', 'INVALID_ARG_VALUE');
+    if (this.#restores !== restores) this.#refuseRestored();
+    return this.#held.nextIdAt(now);
+  }
+
+  /** The next id as a decimal string, for JSON. */
+  nextIdString() {
+    return String(this.nextId());
+  }
+
+  /** `count` new ids, strictly increasing within one clock sequence; waits for the next tick when one is full. */
+  nextIds(count) {
+    const n = integer(count, 'count', 'INVALID_ARG_VALUE');
+    if (n > MAX_BATCH) throw coded(RangeError, 'INVALID_ARG_VALUE', `count out of range: expected at most ${MAX_BATCH}, found ${n}`);
+    if (this.#restores !== restores) this.#refuseRestored();
+    return this.#held.nextIds(n);
+  }
+
+  /**
+   * A JSON-safe snapshot to persist: `{ layoutFingerprint, workerId, clockSeq, highWaterMs }`.
+   * Give it to `Generator.resume` after a restart.
+   */
+  state() {
+    return this.#held.state();
+  }
+
+  /** Made before `restored()`: what the generator holds is dropped, and every call refuses. */
+  #refuseRestored() {
+    this.#held.invalidate();
+    throw engine.coreError('WORKER_ID_INVALIDATED');
+  }
+}
+
+/** `using gen = Generator.open(...)` closes the generator at the end of the block. */
+Object.defineProperty(Generator.prototype, DISPOSE, {
+  value: function dispose() {
+    this.close();
+  },
+  writable: true,
+  configurable: true,
+});

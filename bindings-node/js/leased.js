@@ -1,0 +1,300 @@
+// The leased generator (`Generator.open(uri)`): a worker id leased through the native addon,
+// whose ids JavaScript issues itself, on the wasm engine, within ticks the lease granted.
+//
+// The grant (the addon's `leasedGrant`): the lease parks its generator at a tick ahead of its
+// time (`#parkMs`, at most SPAN_MS ahead and never past the persisted reservation or near the
+// deadline), taking one id there through every check the lease makes; the ticks between its
+// last id and the parked one are then this side's. A wasm generator resumed at the lease's
+// state (`#sub`: same worker id, same clock sequence, above the lease's last id) issues them,
+// so a lone call of a new millisecond costs what a fixed worker id's does, with no native call.
+// Every id it issues is checked against:
+//   - the park: below the parked id (so before the parked tick, the timestamp being every
+//     layout's most significant field, and inside the reservation and its clock sequence);
+//   - the time: `performance.now()` below `#perfUntil`, the earliest of the parked tick, the
+//     deadline handed over (less DEADLINE_GUARD_MS) and the next look at the lease (EXTEND_MS
+//     on); `Date.now()` below `#wallUntil`, the same deadline on the wall clock, which counts a
+//     suspended machine that the monotonic clock does not (not read for `file://`: no deadline);
+//   - `restored()` (generator.js), and `close()`, which drop the grant first.
+// The time an id carries is `performance.now() + #offset`, the lease's own time (a clock
+// that keeps counting when the wall clock steps back) read by the addon, never ahead of it:
+// when this side reaches the parked tick, the lease's time has too, so the lease continues
+// above the park without seeing its clock go back. Every EXTEND_MS the addon looks at the lease
+// again (active, not forked, deadline, reservation) and moves the park on; a lease lost,
+// closed or forked grants nothing, and the next id goes to the addon, which refuses. (A lease
+// found lost before its deadline is so noticed here up to EXTEND_MS late; its ids until then lie
+// inside the persisted reservation, above which any later holder starts.)
+// Anything else the grant cannot serve (an explicit time going back, a tick full up to the
+// park, the deadline near) drops the grant, and the lease decides as for any id.
+import * as engine from './engine.js';
+import { coded, integer, plainObject, typeError } from './errors.js';
+import { call, fromNative, nativeAddon } from './native.js';
+import { generatorOptions } from './options.js';
+import { waitUntil } from './wait.js';
+
+const OPEN_OPTION_NAMES = ['layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'maxHandoverWaitMs'];
+
+/** The options of `Generator.open`: those of the constructor that make sense with a lease. */
+function openOptions(options) {
+  plainObject(options, 'options');
+  if (Object.hasOwn(options, 'workerId')) {
+    throw coded(
+      TypeError,
+      'UNKNOWN_OPTION',
+      'unknown option: Generator.open leases its worker id from the coordinator, so options.workerId cannot be given; use new Generator({ workerId }) for a fixed worker id',
+    );
+  }
+  if (Object.hasOwn(options, 'clock')) {
+    throw coded(
+      TypeError,
+      'UNKNOWN_OPTION',
+      'unknown option: a leased generator reads the system clock (its lease deadline and renewals depend on it), so options.clock cannot be given; use nextIdAt(ms) for explicit times',
+    );
+  }
+  const parsed = generatorOptions(options, OPEN_OPTION_NAMES, 'options');
+  const { maxHandoverWaitMs } = options;
+  parsed.maxHandoverWaitMs = maxHandoverWaitMs === undefined ? undefined : integer(maxHandoverWaitMs, 'maxHandoverWaitMs', 'INVALID_ARG_VALUE');
+  return parsed;
+}
+
+/** The native addon's handle of a layout, made once per layout record. */
+function nativeLayout(native, record) {
+  if (record.nativeHandle === null) {
+    record.nativeHandle = typeof record.spec === 'string' ? call(native.presetLayout, record.spec) : call(native.customLayout, ...record.spec);
+  }
+  return record.nativeHandle;
+}
+
+/** How far ahead of the lease's time a grant parks the lease's generator (ms). */
+const SPAN_MS = 200;
+/** How often the addon looks at the lease again while a grant is served (ms). */
+const EXTEND_MS = 100;
+/** Kept between the deadline handed over and the last id served here: the clocks' rounding (ms). */
+const DEADLINE_GUARD_MS = 2;
+
+export class Leased {
+  #native;
+  #lease;
+  #record;
+  #options;
+  /** The addon's answer to a grant: lease time, ms to the deadline, parked tick, clock sequence, last mark. */
+  #meta = new Float64Array(5);
+  /** The grant's wasm generator, or null: no grant. */
+  #sub = null;
+  /** Every id served from the grant is below it (0n: no grant). */
+  #parked = 0n;
+  /** The parked tick's start on the lease's time (-1: no grant). */
+  #parkMs = -1;
+  /** The lease's time is `performance.now() + #offset` (never ahead of the lease's own clock). */
+  #offset = 0;
+  #perfUntil = -Infinity;
+  #wallUntil = -Infinity;
+
+  /** Leases a worker id from `uri` with `Generator.open`'s options. */
+  static open(uri, options) {
+    if (typeof uri !== 'string') throw typeError('uri', 'a string such as "file:///var/lib/app/ids?app=orders"', uri);
+    const parsed = openOptions(options);
+    const native = nativeAddon();
+    const layout = nativeLayout(native, parsed.record);
+    const resolved = call(native.resolveOptions, layout, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs);
+    const lease = call(native.openLeased, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs);
+    return new Leased(native, lease, parsed.record, resolved);
+  }
+
+  constructor(native, lease, record, options) {
+    this.#native = native;
+    this.#lease = lease;
+    this.#record = record;
+    this.#options = options;
+  }
+
+  nextId() {
+    const perf = performance.now();
+    // The wall clock is read only for a lease with a deadline (`file://` has none).
+    if (perf < this.#perfUntil && (this.#wallUntil === Infinity || Date.now() < this.#wallUntil)) {
+      const id = engine.nextIdAt(this.#sub, Math.floor(perf + this.#offset));
+      if (id >= 0n && id < this.#parked) return id;
+    }
+    return this.#slowId();
+  }
+
+  nextIdAt(now) {
+    if (this.#serving()) {
+      const id = engine.nextIdAt(this.#sub, now);
+      if (id >= 0n && id < this.#parked) return id;
+      // A time the grant cannot serve (before its last id, or at the park): the lease decides.
+      this.#drop();
+    }
+    return call(this.#native.leasedNextIdAt, this.#lease, now);
+  }
+
+  nextIds(n) {
+    const out = new BigUint64Array(n);
+    let filled = 0;
+    while (filled < n) {
+      if (this.#serving()) {
+        const got = engine.fill(this.#sub, this.#now(), Math.min(n - filled, engine.ID_BUFFER_LEN));
+        if (got > 0) {
+          engine.copyIds(out, filled, got);
+          // One tick's ids: all below the park, or (run ahead to it: `logical`) none issued.
+          if (out[filled + got - 1] < this.#parked) {
+            filled += got;
+            continue;
+          }
+          this.#drop();
+        }
+      }
+      out[filled] = this.#slowId();
+      filled += 1;
+    }
+    return out;
+  }
+
+  /**
+   * An id where the fast path could not serve one: from the grant after a wait for the next
+   * tick or a look at the lease, from a new grant, or else from the lease itself.
+   */
+  #slowId() {
+    let granted = false;
+    for (;;) {
+      if (this.#sub !== null) {
+        if (!this.#serving() && !this.#extend()) {
+          this.#drop();
+          continue;
+        }
+        const now = this.#now();
+        const id = engine.nextIdAt(this.#sub, now);
+        if (id >= 0n && id < this.#parked) return id;
+        const at = id < 0n ? engine.blockingRetryAt(now) : -1;
+        if (at >= 0 && at <= this.#parkMs) {
+          // A full tick: wait for the next (core's rule), here or, at the park, from the lease.
+          waitUntil(at, now, () => this.#now());
+          if (at === this.#parkMs) this.#drop();
+          continue;
+        }
+        this.#drop();
+      }
+      if (!granted && this.#grant(false)) {
+        granted = true;
+        continue;
+      }
+      return call(this.#native.leasedNextId, this.#lease);
+    }
+  }
+
+  /** Whether the grant may serve an id now (its park, its deadline, and the next look at the lease). */
+  #serving() {
+    return performance.now() < this.#perfUntil && (this.#wallUntil === Infinity || Date.now() < this.#wallUntil);
+  }
+
+  #now() {
+    return Math.floor(performance.now() + this.#offset);
+  }
+
+  /** Looks at the lease again and moves the park on; false: the grant ends here. */
+  #extend() {
+    return this.#grant(true) && this.#serving();
+  }
+
+  /**
+   * Asks the addon for a grant, or (`extending`) to look at the lease again and move the
+   * current one on; false where the lease grants nothing now.
+   */
+  #grant(extending) {
+    const meta = this.#meta;
+    const perfBefore = performance.now();
+    const wallBefore = Date.now();
+    let parked;
+    try {
+      parked = this.#native.leasedGrant(this.#lease, SPAN_MS, extending ? this.#parked : 0n, meta);
+    } catch (error) {
+      this.#drop();
+      throw fromNative(error);
+    }
+    const perfAfter = performance.now();
+    if (parked === 0n) return false;
+    const [leaseNowMs, deadlineInMs, parkMs, clockSeq, lastMs] = meta;
+    // Read after the lease's time: the sum is never ahead of it. Kept from earlier grants
+    // when larger (each is such a bound), so the time never goes back under the wasm generator.
+    const offset = leaseNowMs - perfAfter;
+    if (!extending) {
+      this.#sub = this.#resumeSub(clockSeq, lastMs);
+      this.#offset = offset;
+    } else {
+      this.#offset = Math.max(this.#offset, offset);
+    }
+    this.#parked = parked;
+    this.#parkMs = parkMs;
+    const deadlinePerf = deadlineInMs < 0 ? Infinity : perfBefore + deadlineInMs - DEADLINE_GUARD_MS;
+    this.#perfUntil = Math.min(perfAfter + EXTEND_MS, parkMs - this.#offset, deadlinePerf);
+    this.#wallUntil = deadlineInMs < 0 ? Infinity : wallBefore + deadlineInMs - DEADLINE_GUARD_MS;
+    return true;
+  }
+
+  /**
+   * The wasm generator of a grant: the lease's worker id and clock sequence, above its last id
+   * (`lastMs`, -1: none). It never switches clock sequence (`fail`; `logical` keeps to its own):
+   * whatever it refuses, the lease decides.
+   */
+  #resumeSub(clockSeq, lastMs) {
+    const info = this.#record.info;
+    const marks = Array.from({ length: info.clockSeqs }, (_, k) => (k === clockSeq && lastMs >= 0 ? lastMs : null));
+    const { onRollback, maxWaitMs, maxDriftMs } = this.#options;
+    const policy = onRollback === 'logical' ? 'logical' : 'fail';
+    return engine.resumeGenerator(this, this.#record.handle, String(info.fingerprint), this.workerId, clockSeq, marks, policy, maxWaitMs, maxDriftMs);
+  }
+
+  /** Ends the grant: no id of it is served after this. */
+  #drop() {
+    if (this.#sub !== null) engine.freeGenerator(this, this.#sub);
+    this.#sub = null;
+    this.#parked = 0n;
+    this.#parkMs = -1;
+    this.#perfUntil = -Infinity;
+    this.#wallUntil = -Infinity;
+  }
+
+  /** The layout's record (generator.js describes the layout from it). */
+  get record() {
+    return this.#record;
+  }
+
+  state() {
+    return this.#native.leasedState(this.#lease);
+  }
+
+  close() {
+    this.#drop();
+    call(this.#native.leasedClose, this.#lease);
+  }
+
+  /** After `restored()`: the grant goes (the addon refuses from now on). */
+  invalidate() {
+    this.#drop();
+  }
+
+  get workerId() {
+    return this.#native.leasedWorkerId(this.#lease);
+  }
+
+  get isActive() {
+    return this.#native.leasedIsActive(this.#lease);
+  }
+
+  get leaseRemainingMs() {
+    return this.#native.leasedRemainingMs(this.#lease);
+  }
+
+  get coordinator() {
+    return this.#native.leasedCoordinator(this.#lease);
+  }
+
+  get options() {
+    return { ...this.#options };
+  }
+
+  stats() {
+    const stats = this.#native.leasedStats(this.#lease);
+    // napi leaves out an absent Option: null, as the .d.ts says.
+    return { ...stats, leased: true, deadlineInMs: stats.deadlineInMs ?? null, measuredSkewMs: stats.measuredSkewMs ?? null };
+  }
+}
