@@ -42,7 +42,7 @@ zookeeper-stop:
 TEST_TARGETS += test-zookeeper
 BENCH_TARGETS += bench-zookeeper
 
-# redis:// worker ids (lease/src/redis.rs) against a real Redis from Debian's `redis-server`,
+# redis:// worker ids (lease/src/redis/) against a real Redis from Debian's `redis-server`,
 # started on loopback by scripts/redis.sh (a password, AOF with appendfsync always, a TLS port
 # signed by a throwaway CA) and always stopped again.
 #   make test-redis    lease/tests/redis.rs + lease/tests/redis_outage.rs + restart_storm's case

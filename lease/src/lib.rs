@@ -58,7 +58,7 @@ pub mod fork;
 mod generator;
 mod per_process;
 #[cfg(feature = "postgres")]
-mod pg;
+mod postgres;
 mod private_fs;
 #[doc(hidden)]
 pub mod protocol;
@@ -81,7 +81,7 @@ pub use generator::{
 };
 pub use per_process::{Direct, Host, PerProcess};
 #[cfg(feature = "postgres")]
-pub use pg::{PostgresCoordinator, SCHEMA};
+pub use postgres::{PostgresCoordinator, SCHEMA};
 #[cfg(feature = "redis")]
 pub use redis::RedisCoordinator;
 pub use uri::{parse_duration, redact, DEFAULT_APP, DEFAULT_RESERVE, DEFAULT_TABLE, DEFAULT_TTL};

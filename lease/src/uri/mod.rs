@@ -18,11 +18,8 @@ use url::Url;
 use crate::secrets::scrub;
 use crate::{Coordinator, LeaseError};
 
-mod file;
-#[cfg(feature = "postgres")]
-mod postgres;
-#[cfg(feature = "redis")]
-mod redis;
+// Each coordinator's own parameters are parsed beside it (`file/uri.rs`, `postgres/uri.rs`,
+// `redis/uri.rs`, `zookeeper/config.rs`); this module parses what they share and picks one.
 
 /// The default application namespace when the URI names none.
 pub const DEFAULT_APP: &str = "default";
@@ -350,7 +347,7 @@ pub(crate) fn is_name(text: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
-fn check_app(uri: &str, app: &str) -> Result<(), LeaseError> {
+pub(crate) fn check_app(uri: &str, app: &str) -> Result<(), LeaseError> {
     if is_name(app) {
         Ok(())
     } else {
@@ -463,7 +460,7 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
         .map(|(scheme, _)| scheme.to_ascii_lowercase());
     match scheme.as_deref() {
         #[cfg(feature = "redis")]
-        Some("redis" | "rediss") => redis::target(uri),
+        Some("redis" | "rediss") => crate::redis::uri::target(uri),
         #[cfg(feature = "zookeeper")]
         Some("zookeeper") => {
             let (coordinator, ttl) = crate::zookeeper::target(uri)?;
@@ -473,10 +470,10 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
             })
         }
         #[cfg(feature = "postgres")]
-        Some("postgres" | "postgresql") => postgres::target(uri),
+        Some("postgres" | "postgresql") => crate::postgres::uri::target(uri),
         #[cfg(feature = "k8s")]
-        Some("k8s") => file::target(uri, "k8s"),
-        Some(scheme @ ("file" | "env")) => file::target(uri, scheme),
+        Some("k8s") => crate::file::uri::target(uri, "k8s"),
+        Some(scheme @ ("file" | "env")) => crate::file::uri::target(uri, scheme),
         #[cfg(not(feature = "redis"))]
         Some(scheme @ ("redis" | "rediss")) => Err(not_built(uri, scheme)),
         #[cfg(not(feature = "zookeeper"))]

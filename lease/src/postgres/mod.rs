@@ -28,6 +28,8 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::coordinator::{preference_order, Coordinator, Grant};
 use crate::LeaseError;
 
+pub(crate) mod uri;
+
 /// `sslmode=` of a `postgres://` URI, as libpq spells and means it.
 ///
 /// | mode | encrypted | certificate checked |

@@ -38,6 +38,8 @@ use crate::fixed::Assigned;
 use crate::private_fs::{self, is_at_path};
 use crate::{record, LeaseError};
 
+pub(crate) mod uri;
+
 /// What the operating system gives us that `std` does not: who we are, on Unix.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) mod sys {

@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use super::{
+use crate::uri::{
     check_app, invalid, owner_token, parse, parse_duration, Target, DEFAULT_APP, DEFAULT_TTL,
 };
 use crate::LeaseError;
 
 /// `redis://[USER:PASSWORD@]HOST[:PORT][/DB]?app=NAME&ttl=10s`, `rediss://` for TLS (with
 /// `cacert=PATH`, a PEM file of the certificates to trust instead of the system's).
-pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
+pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
     let parts = parse(uri)?;
     let tls = parts.scheme == "rediss";
     let mut app = DEFAULT_APP.to_owned();

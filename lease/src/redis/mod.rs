@@ -34,6 +34,8 @@ use clockflake::{Error, Layout, State};
 use crate::coordinator::{preference_order, Coordinator, Grant};
 use crate::LeaseError;
 
+pub(crate) mod uri;
+
 /// How many free worker ids are read to find one whose record is usable at once.
 const CANDIDATES: usize = 256;
 

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use super::{common, invalid, owner_token, parse, percent_decode, Common, Parts, Target};
-use super::{DEFAULT_TABLE, DEFAULT_TTL};
-use crate::pg::{PgTls, PostgresCoordinator, SslMode};
+use super::{PgTls, PostgresCoordinator, SslMode};
+use crate::uri::{common, invalid, owner_token, parse, percent_decode, Common, Parts, Target};
+use crate::uri::{DEFAULT_TABLE, DEFAULT_TTL};
 use crate::LeaseError;
 
 /// The target of a `postgres://` or `postgresql://` URI.
-pub(super) fn target(uri: &str) -> Result<Target, LeaseError> {
+pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
     let parts = parse(uri)?;
     let params: Common = common(uri, &parts)?;
     if params.reserve.is_some() || params.write_delay.is_some() {

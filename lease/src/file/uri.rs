@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use super::{common, invalid, parse, Common, Target, DEFAULT_RESERVE};
-use crate::file::{FileCoordinator, Sharing};
+use super::{FileCoordinator, Sharing};
+use crate::uri::{common, invalid, parse, Common, Target, DEFAULT_RESERVE};
 use crate::LeaseError;
 
 /// The target of a `file://`, `k8s://` or `env://` URI (`scheme`, lowercase).
-pub(super) fn target(uri: &str, scheme: &str) -> Result<Target, LeaseError> {
+pub(crate) fn target(uri: &str, scheme: &str) -> Result<Target, LeaseError> {
     // k8s:///DIR and env:///DIR are file:///DIR with the worker id assigned from outside.
     let assigned_scheme = match scheme {
         "k8s" => Some("k8s"),
