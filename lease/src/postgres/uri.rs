@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_connection_config_from_the_parts() {
-        let config = |uri: &str| match super::super::connect(uri) {
+        let config = |uri: &str| match crate::uri::connect(uri) {
             Err(error) => panic!("{error}"),
             Ok(target) => target.coordinator.redacted_uri(),
         };
