@@ -36,5 +36,6 @@ serve-docs: docs-api
 test-docs: docs build-node
 	$(PY_BIN) $(ROOT)/docs/tools/lines.py $(ROOT)/README.md $(ROOT)/CHANGELOG.md $(ROOT)/docs
 	$(PY_BIN) $(ROOT)/docs/tools/snippets.py
+	$(PY_BIN) $(ROOT)/docs/tools/rooms.py
 
 TEST_TARGETS += test-docs
