@@ -14,7 +14,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPERS = ("tests/", "docs/")
-NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+NUMBERS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+]
 
 
 def main() -> int:
@@ -29,7 +43,9 @@ def main() -> int:
     drawn = re.findall(r"^(\S+)/\s", drawing.group(1), re.MULTILINE)
     problems = []
     if sorted(drawn) != sorted(crates):
-        problems.append(f"the drawing shows {sorted(drawn)}, the workspace has {sorted(crates)}")
+        problems.append(
+            f"the drawing shows {sorted(drawn)}, the workspace has {sorted(crates)}"
+        )
     if stated.group(1).lower() != NUMBERS[len(drawn)]:
         problems.append(f"it says {stated.group(1)} rooms and draws {len(drawn)}")
     for problem in problems:
