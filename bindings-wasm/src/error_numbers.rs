@@ -5,7 +5,8 @@
 //! the JS rebuild against them.
 //!
 //! Kinds: 0 for variants without a sub-kind; `InvalidId` 0..=5, `InvalidLayout` 0..=8,
-//! `InvalidState` 0..=4 and `InvalidPublicId` 0..=3 in declaration order; 255 for a variant this crate does not know
+//! `InvalidState` 0..=4 and `InvalidPublicId` 0..=3 in declaration order; 255 for a variant or
+//! sub-kind this crate does not know (core's error enums are `#[non_exhaustive]`)
 //! (the message then falls back to the code). An absent `retry_at_ms` is `u64::MAX`.
 
 use clockflake::{Error, InvalidId, LayoutProblem, PublicIdProblem, StateProblem};
@@ -24,6 +25,7 @@ pub fn error_numbers(error: &Error) -> (u32, [u64; 4]) {
             InvalidId::TooLarge => (3, [0; 4]),
             InvalidId::SignBitSet(id) => (4, [id, 0, 0, 0]),
             InvalidId::AboveLayoutMax { id, max } => (5, [id, max, 0, 0]),
+            _ => (255, [0; 4]),
         },
         Error::InvalidLayout(problem) => match problem {
             LayoutProblem::TooWide { bits } => (0, [u64::from(bits), 0, 0, 0]),
@@ -37,6 +39,7 @@ pub fn error_numbers(error: &Error) -> (u32, [u64; 4]) {
             LayoutProblem::MissingSequence => (6, [0; 4]),
             LayoutProblem::ZeroUnit => (7, [0; 4]),
             LayoutProblem::LifetimeTooLong => (8, [0; 4]),
+            _ => (255, [0; 4]),
         },
         Error::InvalidState(problem) => match problem {
             StateProblem::LayoutMismatch { expected, found } => (0, [expected, found, 0, 0]),
@@ -44,6 +47,7 @@ pub fn error_numbers(error: &Error) -> (u32, [u64; 4]) {
             StateProblem::HighWaterOutOfRange => (2, [0; 4]),
             StateProblem::FingerprintNotDecimal => (3, [0; 4]),
             StateProblem::MarkCount { expected, found } => (4, [expected, found, 0, 0]),
+            _ => (255, [0; 4]),
         },
         Error::UnknownLayout
         | Error::UnknownPolicy
@@ -84,6 +88,7 @@ pub fn error_numbers(error: &Error) -> (u32, [u64; 4]) {
             PublicIdProblem::BadCharacter { found, at } => (1, [u64::from(found), at as u64, 0, 0]),
             PublicIdProblem::ChecksumMismatch => (2, [0; 4]),
             PublicIdProblem::OutOfRange => (3, [0; 4]),
+            _ => (255, [0; 4]),
         },
         Error::UnknownKeyVersion { version } | Error::InvalidKeyVersion { version } => {
             (0, [u64::from(version), 0, 0, 0])

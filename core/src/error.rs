@@ -129,6 +129,7 @@ pub enum Error {
 
 /// What is wrong with a public id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PublicIdProblem {
     /// The text is not 16 characters long.
     WrongLength {
@@ -150,6 +151,7 @@ pub enum PublicIdProblem {
 
 /// What is wrong with an id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InvalidId {
     /// The text is empty.
     Empty,
@@ -177,6 +179,7 @@ pub enum InvalidId {
 
 /// What is wrong with a custom layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LayoutProblem {
     /// Widths add up to more than 63 bits.
     TooWide {
@@ -210,6 +213,7 @@ pub enum LayoutProblem {
 
 /// What is wrong with a saved generator state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StateProblem {
     /// It was saved under another layout.
     LayoutMismatch {
@@ -298,6 +302,7 @@ impl Error {
 
     /// One error of each code, in the order of [`Error::CODES`]: the table bindings check their
     /// error mapping against (a class per code, input or runtime, the message passed through).
+    #[doc(hidden)] // for the bindings' tests
     pub const EXAMPLES: [Error; 23] = [
         Error::InvalidId(InvalidId::Empty),
         Error::InvalidLayout(LayoutProblem::ZeroUnit),

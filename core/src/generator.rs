@@ -57,6 +57,7 @@ impl State {
     /// assert!(State::from_record(&Layout::TWITTER, &text, 3, 0, []).is_err());
     /// # Ok::<(), clockflake::Error>(())
     /// ```
+    #[doc(hidden)] // for the bindings that store records as text (Python's, JavaScript's)
     pub fn from_record<M>(
         layout: &Layout,
         layout_fingerprint: &str,
@@ -208,15 +209,23 @@ pub struct Generator {
     unit_ms: u64,
 }
 
-/// An id decided on by the slow path, and the clock sequence it leaves behind if it switches.
+/// An id decided on by the slow path.
 struct Decision {
     id: u64,
-    left: Option<(u64, u64)>,
+    /// Set when the id is in another clock sequence than the last one issued: the clock
+    /// sequence left behind, whose mark must be raised past its last tick.
+    leaves: Option<LeftClockSeq>,
+}
+
+/// A clock sequence a switch leaves, and the last tick issued in it.
+struct LeftClockSeq {
+    clock_seq: u64,
+    last_tick: u64,
 }
 
 impl Decision {
     fn stay(id: u64) -> Result<Decision, Error> {
-        Ok(Decision { id, left: None })
+        Ok(Decision { id, leaves: None })
     }
 }
 
@@ -524,8 +533,8 @@ impl Generator {
                 .compare_exchange(last, decision.id, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                if let Some((cs, last_tick)) = decision.left {
-                    self.mark(cs).fetch_max(last_tick + 1, Ordering::Relaxed);
+                if let Some(left) = decision.leaves {
+                    (self.mark(left.clock_seq)).fetch_max(left.last_tick + 1, Ordering::Relaxed);
                 }
                 return Ok(decision.id);
             }
@@ -623,7 +632,10 @@ impl Generator {
             if mark(k) <= tick {
                 return Ok(Decision {
                     id: self.layout.compose(tick, k, self.worker_id, 0),
-                    left: Some((cs, last_tick)),
+                    leaves: Some(LeftClockSeq {
+                        clock_seq: cs,
+                        last_tick,
+                    }),
                 });
             }
         }

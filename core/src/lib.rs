@@ -52,7 +52,13 @@ pub use layout::{Field, Layout, MAX_CLOCK_SEQ_BITS, MAX_TIME_MS};
 pub use options::{Options, Policy};
 pub use public::{PublicIds, PublicText, MAX_KEY_VERSION};
 #[cfg(feature = "std")]
-pub use std_clock::{retry_after, sleep_or_spin, wait_until, MonotonicClock, SystemClock};
+pub use std_clock::{retry_after, wait_until, MonotonicClock, SystemClock};
+// What bindings need to wait as core does, not for users: the wait rule step by step (the
+// JavaScript package runs it on `Atomics.wait`) and core's pause.
+#[cfg(feature = "std")]
+#[doc(hidden)]
+pub use std_clock::sleep_or_spin;
+#[doc(hidden)]
 pub use wait::{wait_step, WaitStep};
 
 /// A source of Unix-millisecond time. Any `Fn() -> u64` is one, which is how tests inject
