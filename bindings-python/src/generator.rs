@@ -18,7 +18,8 @@ use crate::errors::Refusal;
 use crate::leased::{invalid_uri, Leased};
 use crate::parts::layout_dict;
 
-/// `PyGenerator::fork_generation` of a static generator after `close()`: never current.
+/// `PyGenerator::issuing_generation` of a static generator after `close()`: a fork generation
+/// no process has, so the fast path's one comparison refuses both a copy and a closed generator.
 const CLOSED: u64 = u64::MAX;
 
 /// How long one stretch of waiting runs without the GIL before checking for signals.
@@ -56,9 +57,10 @@ const SPIN_PAUSE: Duration = Duration::from_micros(100);
 pub struct PyGenerator {
     inner: Inner,
     clock: Option<Py<PyAny>>,
-    /// The fork generation (`clockflake_lease::fork`) when made, `CLOSED` after `close()`
-    /// (static generators only): a fork from Python or from C moves the process's generation.
-    fork_generation: AtomicU64,
+    /// The fork generation (`clockflake_lease::fork`) in which this (static) generator may issue
+    /// ids: the process's when it was made, `CLOSED` after `close()`. A fork from Python or from
+    /// C moves the process's generation away from it.
+    issuing_generation: AtomicU64,
 }
 
 /// A fixed worker id, or a leased one.
@@ -182,14 +184,14 @@ impl PyGenerator {
         Ok(PyGenerator {
             inner: Inner::Static(make(args.layout, args.options)?),
             clock: args.clock,
-            fork_generation: AtomicU64::new(fork::watch()),
+            issuing_generation: AtomicU64::new(fork::watch()),
         })
     }
 
     /// The static generator, if it may issue ids in this process.
     #[inline(always)]
     fn check_fork<'a>(&self, gen: &'a Generator) -> PyResult<&'a Generator> {
-        let mine = self.fork_generation.load(Ordering::Relaxed);
+        let mine = self.issuing_generation.load(Ordering::Relaxed);
         if fork::generation() == mine {
             Ok(gen)
         } else {
@@ -297,7 +299,7 @@ impl PyGenerator {
         Ok(PyGenerator {
             inner: Inner::Leased(leased),
             clock: None,
-            fork_generation: AtomicU64::new(fork::watch()),
+            issuing_generation: AtomicU64::new(fork::watch()),
         })
     }
 
@@ -402,7 +404,7 @@ impl PyGenerator {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         match &self.inner {
             Inner::Static(_) => {
-                self.fork_generation.store(CLOSED, Ordering::SeqCst);
+                self.issuing_generation.store(CLOSED, Ordering::SeqCst);
                 Ok(())
             }
             Inner::Leased(leased) => leased.close(py),
@@ -439,7 +441,7 @@ impl PyGenerator {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         match &self.inner {
             Inner::Static(gen) => {
-                let mine = self.fork_generation.load(Ordering::Relaxed);
+                let mine = self.issuing_generation.load(Ordering::Relaxed);
                 let state = if mine == CLOSED {
                     "closed"
                 } else if mine != fork::generation() {

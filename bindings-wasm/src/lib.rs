@@ -465,8 +465,16 @@ fn options(policy: &str, max_wait_ms: f64, max_drift_ms: f64) -> Result<Options,
     })
 }
 
+/// The refusal when the generator table is borrowed already (a call made from inside another,
+/// which single-threaded wasm never does): core has no code for it; this one tells the caller
+/// that no generator can be used from here.
+const GENERATORS_BUSY: Error = Error::WorkerIdInvalidated;
+
+/// The same for the codec table: no key version can be registered from here.
+const CODECS_BUSY: Error = Error::UnknownKeyVersion { version: 0 };
+
 fn register(generator: Generator) -> i32 {
-    slot_put(&GENERATORS, generator, Error::WorkerIdInvalidated)
+    slot_put(&GENERATORS, generator, GENERATORS_BUSY)
 }
 
 /// A new generator's handle, or -1. An empty `policy` takes the layout's default; a negative
@@ -662,7 +670,7 @@ pub fn pub_new(base: i32, version: u32) -> i32 {
         Ok(codec) => codec,
         Err(error) => return fail(error),
     };
-    slot_put(&CODECS, codec, Error::UnknownKeyVersion { version: 0 })
+    slot_put(&CODECS, codec, CODECS_BUSY)
 }
 
 /// Frees a codec's slot.
