@@ -84,6 +84,30 @@ const REGRESSIONS: &[(u64, &str)] = &[(
      after it was free again, and a holder whose clock was 400 ms behind repeated its ids",
 )];
 
+/// Runs schedules from `base` (at most `SCHEDULES`, default 1,000,000) until `found` returns a
+/// run, and says after how many.
+fn search(
+    what: &str,
+    replay: &str,
+    base: u64,
+    found: impl Fn(u64) -> Option<world::Run>,
+) -> ExitCode {
+    let limit = env_u64("SCHEDULES").unwrap_or(1_000_000);
+    for n in 0..limit {
+        let seed = base + n;
+        if let Some(run) = found(seed) {
+            println!(
+                "{what}: found after {} schedules: {}\nreplay: SEED={seed} {replay} make simulate",
+                n + 1,
+                run.summary(seed)
+            );
+            return ExitCode::SUCCESS;
+        }
+    }
+    println!("{what}: nothing found in {limit} schedules");
+    ExitCode::FAILURE
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     let text = std::env::var(name).ok()?;
     match text.trim().parse() {
@@ -131,39 +155,19 @@ fn main() -> ExitCode {
     }
     let base = env_u64("BASE_SEED").unwrap_or(0);
     if let Some((name, mechanisms)) = mechanisms {
-        let limit = env_u64("SCHEDULES").unwrap_or(1_000_000);
-        for n in 0..limit {
-            let seed = base + n;
+        let replay = format!("MECHANISM={name}");
+        return search(&format!("without {name}"), &replay, base, |seed| {
             let run = world::run(seed, mechanisms, broken, false);
-            if run.duplicates > 0 || run.late_ids > 0 {
-                println!(
-                    "without {name}: found after {} schedules: {}\nreplay: SEED={seed} MECHANISM={name} make simulate",
-                    n + 1,
-                    run.summary(seed)
-                );
-                return ExitCode::SUCCESS;
-            }
-        }
-        println!("without {name}: nothing found in {limit} schedules");
-        return ExitCode::FAILURE;
+            (run.duplicates > 0 || run.late_ids > 0).then_some(run)
+        });
     }
     if broken != Assumption::Kept {
         let name = std::env::var("BREAK").unwrap_or_default();
-        let limit = env_u64("SCHEDULES").unwrap_or(1_000_000);
-        for n in 0..limit {
-            let seed = base + n;
+        let replay = format!("BREAK={name}");
+        return search(&format!("with {name} broken"), &replay, base, |seed| {
             let run = world::run(seed, Mechanisms::ALL, broken, false);
-            if run.duplicates > 0 {
-                println!(
-                    "with {name} broken: a duplicate after {} schedules: {}\nreplay: SEED={seed} BREAK={name} make simulate",
-                    n + 1,
-                    run.summary(seed)
-                );
-                return ExitCode::SUCCESS;
-            }
-        }
-        println!("with {name} broken: no duplicate in {limit} schedules");
-        return ExitCode::FAILURE;
+            (run.duplicates > 0).then_some(run)
+        });
     }
     let schedules = env_u64("SCHEDULES").unwrap_or(2_000);
     let started = std::time::Instant::now();

@@ -369,21 +369,10 @@ impl World {
     fn request(&mut self, holder: usize, request: Request) {
         let now = self.real_ms;
         let key = self.holders[holder].key;
-        if now < self.holders[holder].partitioned_until_ms || self.rng.chance(10) {
+        if self.lost(holder) {
             // Lost on the way: the holder's client times out.
             let kind = reply_kind(&request);
-            let at = now + self.ttl_ms / 2;
-            self.send(
-                at,
-                Message::ToHolder {
-                    holder,
-                    key,
-                    kind,
-                    answer: None,
-                    applied_ms: 0,
-                    skew_ms: 0,
-                },
-            );
+            self.reply(holder, key, kind, None, 0, 0, true);
             return;
         }
         let at = now + self.delay();
@@ -397,6 +386,39 @@ impl World {
                 request,
             },
         );
+    }
+
+    /// Whether a message to or from `holder` is lost now (a partition, or bad luck).
+    fn lost(&mut self, holder: usize) -> bool {
+        self.real_ms < self.holders[holder].partitioned_until_ms || self.rng.chance(10)
+    }
+
+    /// Sends `holder` an answer (`None`: the request failed). A `lost` one never arrives: the
+    /// holder's client gives up half the TTL later, with no answer.
+    fn reply(
+        &mut self,
+        holder: usize,
+        key: Key,
+        kind: ReplyTo,
+        answer: Option<Answer>,
+        applied_ms: u64,
+        skew_ms: i64,
+        lost: bool,
+    ) {
+        let (at, answer) = if lost {
+            (self.real_ms + self.ttl_ms / 2, None)
+        } else {
+            (self.real_ms + self.delay(), answer)
+        };
+        let message = Message::ToHolder {
+            holder,
+            key,
+            kind,
+            answer,
+            applied_ms,
+            skew_ms,
+        };
+        self.send(at, message);
     }
 
     fn start(&mut self, holder: usize) {
@@ -476,34 +498,8 @@ impl World {
                     Some(self.apply(holder, key, request))
                 };
                 let skew_ms = self.holders[holder].wall_offset_ms - self.server_offset_ms;
-                if self.real_ms < self.holders[holder].partitioned_until_ms || self.rng.chance(10) {
-                    // The answer is lost: the client gives up after its timeout.
-                    let at = self.real_ms + self.ttl_ms / 2;
-                    self.send(
-                        at,
-                        Message::ToHolder {
-                            holder,
-                            key,
-                            kind,
-                            answer: None,
-                            applied_ms,
-                            skew_ms,
-                        },
-                    );
-                } else {
-                    let at = self.real_ms + self.delay();
-                    self.send(
-                        at,
-                        Message::ToHolder {
-                            holder,
-                            key,
-                            kind,
-                            answer,
-                            applied_ms,
-                            skew_ms,
-                        },
-                    );
-                }
+                let lost = self.lost(holder);
+                self.reply(holder, key, kind, answer, applied_ms, skew_ms, lost);
             }
             Message::ToHolder {
                 holder,
