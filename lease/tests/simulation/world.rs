@@ -946,9 +946,10 @@ impl World {
             }
             self.events.clear();
         } else {
-            self.run
-                .outside
-                .push("a restore from backup without the documented procedure");
+            let reason = "a restore from backup without the documented procedure";
+            if !self.run.outside.contains(&reason) {
+                self.run.outside.push(reason);
+            }
         }
         let marked = procedure && self.mechanisms.restore_procedure;
         self.coordinator.restore(self.real_ms, age, marked);
