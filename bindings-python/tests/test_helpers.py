@@ -38,6 +38,24 @@ def test_version_is_the_distributions_and_costs_no_metadata_import() -> None:
     assert out.stdout.strip() == "False"
 
 
+def test_import_and_a_first_id_load_no_typing_and_the_types_load_on_use() -> None:
+    """`typing` (with re, enum, collections) costs more than the rest of the import: the typed
+    dict shapes load on first use, and are the same classes as clockflake._types' then."""
+    code = (
+        "import sys, clockflake; clockflake.Generator(worker_id=1).next_id(); "
+        "print(sorted(m for m in ('typing', 're', 'enum', 'clockflake._types') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    from clockflake import _types
+
+    for name in ["GeneratorState", "GeneratorStats", "LayoutArg", "LayoutField", "LayoutInfo"]:
+        assert getattr(clockflake, name) is getattr(_types, name), name
+        assert name in dir(clockflake), name
+    with pytest.raises(AttributeError, match="no attribute 'LayoutSpecs'"):
+        clockflake.LayoutSpecs  # type: ignore[attr-defined]  # noqa: B018
+
+
 def fields(info: clockflake.LayoutInfo) -> list[tuple[str, int]]:
     return [(f["name"], f["bits"]) for f in info["fields"]]
 
