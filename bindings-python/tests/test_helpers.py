@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import clockflake
 import pytest
@@ -54,6 +56,26 @@ def test_import_and_a_first_id_load_no_typing_and_the_types_load_on_use() -> Non
         assert name in dir(clockflake), name
     with pytest.raises(AttributeError, match="no attribute 'LayoutSpecs'"):
         clockflake.LayoutSpecs  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_a_missing_native_module_says_what_to_install(tmp_path: Path) -> None:
+    package = Path(clockflake.__file__).parent
+    copy = tmp_path / "clockflake"
+    copy.mkdir()
+    for source in package.glob("*.py"):
+        (copy / source.name).write_bytes(source.read_bytes())
+    out = subprocess.run(
+        [sys.executable, "-c", "import clockflake"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        cwd=tmp_path,
+    )
+    assert out.returncode == 1
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: clockflake's native module (clockflake._clockflake"), last
+    assert "install the wheel built for this one" in last and "Rust toolchain" in last, last
+    assert "circular import" not in last, last
 
 
 def fields(info: clockflake.LayoutInfo) -> list[tuple[str, int]]:

@@ -9,7 +9,21 @@
 
 from __future__ import annotations
 
-from clockflake import _clockflake
+try:
+    import clockflake._clockflake as _clockflake
+except ImportError as _missing:  # say what to install
+    import sys
+    import sysconfig
+
+    raise ImportError(
+        f"clockflake's native module (clockflake._clockflake, compiled from Rust) did not load: "
+        f"{_missing}. This is {sys.implementation.name} {sys.version.split()[0]} on "
+        f"{sysconfig.get_platform()}. The module is compiled per platform: install the wheel built "
+        "for this one (one abi3 wheel serves CPython 3.10 and later: Linux x86_64 and aarch64, "
+        "glibc 2.17+ or musl; macOS x86_64 and arm64; Windows x64, x86 and arm64), or build it "
+        "from source, which needs a Rust toolchain 1.85 or newer (`pip install ./bindings-python` "
+        "in a clone of the repository; `make build-python` to work on it there)"
+    ) from _missing
 from clockflake._clockflake import (
     Generator,
     Parts,
