@@ -5,8 +5,9 @@
 #                       Python 3.10 to 3.13, and the sdist built from source in one: a smoke test from each
 #   make dist-python    every wheel this machine builds (linux x86_64/aarch64, manylinux2014 and musllinux_1_2;
 #                       windows x86_64 with mingw-w64, checked but not run) and the sdist, into dist/ (slow,
-#                       about 8 minutes here: not part of make test); macOS wheels, and the Windows wheels run
-#                       on Windows, come from .github/workflows/python-release.yml
+#                       about 8 minutes here, and 6 more for the Windows wheel from cold: not part of make
+#                       test); macOS wheels, and the Windows wheels run on Windows, come from
+#                       .github/workflows/python-release.yml
 #   make setup-faketime libfaketime for the clock-excursion tests (also a prerequisite of test-core)
 #   make demo-python    a few ids with their decoded fields
 #   make test-python-pg the PostgreSQL lease tests (starts a throwaway cluster; part of make test)
