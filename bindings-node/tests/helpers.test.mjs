@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -102,12 +102,15 @@ test('NATIVE_UNAVAILABLE tells a tarball user to install the addon, not that npm
   try {
     mkdirSync(join(dir, 'lib'));
     copyFileSync(join(here, '../lib/index.cjs'), join(dir, 'lib/index.cjs'));
+    copyFileSync(join(here, '../package.json'), join(dir, 'package.json'));
     const script = `const { Generator } = require(${JSON.stringify(join(dir, 'lib/index.cjs'))});
 try { Generator.open('file:///tmp/x?app=a'); } catch (e) { process.stdout.write(e.code + '\\n' + e.message); }`;
     const [code, message] = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).split('\n');
     assert.equal(code, 'NATIVE_UNAVAILABLE');
     assert.doesNotMatch(message, /npm installs it/);
-    assert.match(message, /install clockflake-linux-x64-(gnu|musl) beside clockflake/);
+    const { version } = JSON.parse(readFileSync(join(here, '../package.json'), 'utf8'));
+    assert.ok(message.includes(`npm install clockflake-linux-x64-gnu@${version}\``) || message.includes(`npm install clockflake-linux-x64-musl@${version}\``), message);
+    assert.ok(message.includes(`beside clockflake@${version}`), message);
     assert.match(message, /tarball/);
     assert.match(message, /Everything else works without it/);
   } finally {

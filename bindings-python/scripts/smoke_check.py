@@ -29,11 +29,14 @@ def main(expected_version: str) -> None:
         assert isinstance(error, ValueError)
     else:
         raise AssertionError("decode(-1) raised nothing")
-    with (
-        tempfile.TemporaryDirectory() as directory,
-        Generator.open(f"file://{directory}?app=smoke") as leased,
-    ):
-        assert decode(leased.next_id()).worker_id == leased.worker_id == 0
+    # file:///tmp/... here, file:///C:/Users/... on Windows.
+    with tempfile.TemporaryDirectory() as directory:
+        uri = f"{Path(directory).as_uri()}?app=smoke"
+        with Generator.open(uri) as leased, Generator.open(uri) as beside:
+            assert decode(leased.next_id()).worker_id == leased.worker_id == 0
+            assert beside.worker_id == 1, beside.worker_id
+            ids = leased.next_ids(10_000)
+            assert len(set(ids)) == len(ids) == 10_000
     codec = clockflake.PublicIds(1, bytes(16))
     assert codec.decode_text(codec.encode_text(id)) == id
     # The console script the wheel installs (project.scripts), beside this interpreter.

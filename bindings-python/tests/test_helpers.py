@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import clockflake
 import pytest
@@ -36,6 +38,44 @@ def test_version_is_the_distributions_and_costs_no_metadata_import() -> None:
     code = "import sys, clockflake; print('importlib.metadata' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_import_and_a_first_id_load_no_typing_and_the_types_load_on_use() -> None:
+    """`typing` (with re, enum, collections) costs more than the rest of the import: the typed
+    dict shapes load on first use, and are the same classes as clockflake._types' then."""
+    code = (
+        "import sys, clockflake; clockflake.Generator(worker_id=1).next_id(); "
+        "print(sorted(m for m in ('typing', 're', 'enum', 'clockflake._types') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    from clockflake import _types
+
+    for name in ["GeneratorState", "GeneratorStats", "LayoutArg", "LayoutField", "LayoutInfo"]:
+        assert getattr(clockflake, name) is getattr(_types, name), name
+        assert name in dir(clockflake), name
+    with pytest.raises(AttributeError, match="no attribute 'LayoutSpecs'"):
+        clockflake.LayoutSpecs  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_a_missing_native_module_says_what_to_install(tmp_path: Path) -> None:
+    package = Path(clockflake.__file__).parent
+    copy = tmp_path / "clockflake"
+    copy.mkdir()
+    for source in package.glob("*.py"):
+        (copy / source.name).write_bytes(source.read_bytes())
+    out = subprocess.run(
+        [sys.executable, "-c", "import clockflake"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        cwd=tmp_path,
+    )
+    assert out.returncode == 1
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: clockflake's native module (clockflake._clockflake"), last
+    assert "install the wheel built for this one" in last and "Rust toolchain" in last, last
+    assert "circular import" not in last, last
 
 
 def fields(info: clockflake.LayoutInfo) -> list[tuple[str, int]]:

@@ -9,7 +9,21 @@
 
 from __future__ import annotations
 
-from clockflake import _clockflake
+try:
+    import clockflake._clockflake as _clockflake
+except ImportError as _missing:  # say what to install
+    import sys
+    import sysconfig
+
+    raise ImportError(
+        f"clockflake's native module (clockflake._clockflake, compiled from Rust) did not load: "
+        f"{_missing}. This is {sys.implementation.name} {sys.version.split()[0]} on "
+        f"{sysconfig.get_platform()}. The module is compiled per platform: install the wheel built "
+        "for this one (one abi3 wheel serves CPython 3.10 and later: Linux x86_64 and aarch64, "
+        "glibc 2.17+ or musl; macOS x86_64 and arm64; Windows x64, x86 and arm64), or build it "
+        "from source, which needs a Rust toolchain 1.85 or newer (`pip install ./bindings-python` "
+        "in a clone of the repository; `make build-python` to work on it there)"
+    ) from _missing
 from clockflake._clockflake import (
     Generator,
     Parts,
@@ -26,14 +40,41 @@ from clockflake._clockflake import (
 
 # Every exception class, one per stable code (`_errors.__all__`).
 from clockflake._errors import *
-from clockflake._types import (
-    GeneratorState,
-    GeneratorStats,
-    LayoutArg,
-    LayoutField,
-    LayoutInfo,
-    LayoutSpec,
+
+# The typed dict shapes (clockflake._types) are for type checkers: importing them at run time
+# means importing `typing` (several ms, more than the rest of the package). Type checkers take
+# them from here (a variable named TYPE_CHECKING is true for them); at run time
+# `clockflake.LayoutSpec` and friends load on first use (__getattr__ below).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from clockflake._types import (
+        GeneratorState,
+        GeneratorStats,
+        LayoutArg,
+        LayoutField,
+        LayoutInfo,
+        LayoutSpec,
+    )
+
+_TYPES = frozenset(
+    ["GeneratorState", "GeneratorStats", "LayoutArg", "LayoutField", "LayoutInfo", "LayoutSpec"]
 )
+
+
+if not TYPE_CHECKING:  # hidden from type checkers: a module __getattr__ would let any name pass
+
+    def __getattr__(name: str) -> object:
+        if name in _TYPES:
+            from clockflake import _types
+
+            value = getattr(_types, name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module 'clockflake' has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_TYPES})
+
 
 __version__: str = _clockflake.__version__
 """The package's version: the Cargo workspace's version, compiled into the native module (so it

@@ -7,7 +7,11 @@ world, ``ConnectionError`` for a lease coordinator that cannot be reached. The n
 
 from __future__ import annotations
 
-from typing import ClassVar
+# `typing` costs several ms at import (it brings re, enum, collections): type checkers treat a
+# variable named TYPE_CHECKING as true, and at run time this annotation is never evaluated.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = [
     "ClockflakeError",
