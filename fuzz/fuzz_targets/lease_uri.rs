@@ -24,17 +24,25 @@ fuzz_target!(|text: &str| {
             "{text:?}"
         );
     }
-    // SCHEME://USER:SECRET+TAIL@REST?...&password=SECRET: the fuzzer's text split into the
-    // parts around the secrets.
+    // SCHEME://USER:SECRET+TAIL@REST, and SECRET+TAIL as the value of a secret parameter
+    // (joined with '?', or '&' where the URI has a query already): the fuzzer's text split into
+    // the parts around the secrets.
+    if text.contains(SECRET) {
+        return; // the marker outside a secret's place is no leak
+    }
     let mut pieces = text.splitn(4, '\u{1}');
     let scheme = pieces.next().unwrap_or("");
     let user = pieces.next().unwrap_or("");
     let tail = pieces.next().unwrap_or("");
     let rest = pieces.next().unwrap_or("");
+    let with_query = |before: String, key: &str| {
+        let join = if before.contains('?') { '&' } else { '?' };
+        format!("{before}{join}{key}={SECRET}{tail}")
+    };
     for uri in [
         format!("{scheme}://{user}:{SECRET}{tail}@{rest}"),
-        format!("{scheme}://{user}@{rest}?password={SECRET}{tail}"),
-        format!("{scheme}://{rest}&token={SECRET}{tail}"),
+        with_query(format!("{scheme}://{user}@{rest}"), "password"),
+        with_query(format!("{scheme}://{rest}"), "sslpassword"),
     ] {
         let shown = redact(&uri);
         assert!(!shown.contains(SECRET), "{uri:?} redacted as {shown:?}");
