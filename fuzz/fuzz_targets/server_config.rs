@@ -11,11 +11,14 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|text: &str| {
     match parse_layout(text) {
         Ok(layout) => {
-            let fields: Vec<String> = layout
+            // fields() lists the fields wider than 0 bits; a spec always names sequence.
+            let mut fields: Vec<String> = layout
                 .fields()
-                .filter(|(field, bits)| *bits > 0 || *field == Field::Sequence)
                 .map(|(field, bits)| format!("{}:{bits}", field.name()))
                 .collect();
+            if layout.bits(Field::Sequence) == 0 {
+                fields.push("sequence:0".to_owned());
+            }
             let spec = format!(
                 "{};unit={}ms;epoch={}",
                 fields.join(","),
