@@ -13,7 +13,7 @@
 FUZZ_DIR := $(ROOT)/fuzz
 FUZZ_TARGETS := id layout_name public_text state_record lease_uri server_query server_body \
   server_config
-FUZZ_RUNS ?= 50000
+FUZZ_RUNS ?= 100000
 FUZZ_SEED ?= 1
 FUZZ_SECONDS ?= 300
 # Release with debug assertions (overflow checks on), AddressSanitizer; the server's targets
