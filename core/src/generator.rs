@@ -7,12 +7,12 @@
 //! generator switches away from one, which is the rare slow path and takes a spin lock.
 
 use core::fmt;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::block::IdBlock;
 use crate::error::{Error, StateProblem};
 use crate::layout::{Field, Layout, MAX_CLOCK_SEQ_BITS};
 use crate::options::{Options, Policy};
+use crate::sync::{self, AtomicBool, AtomicU64, Ordering};
 use crate::Clock;
 
 /// Slots in the high-water table: the most clock sequences a layout can have.
@@ -398,10 +398,10 @@ impl Generator {
     #[inline]
     pub fn next_id_at_mut(&mut self, now_ms: u64) -> Result<u64, Error> {
         let tick = self.tick_unchecked(now_ms);
-        let last = *self.last.get_mut();
+        let last = sync::load_mut(&mut self.last);
         match self.fast_room(last, tick) {
             Some((next, _)) => {
-                *self.last.get_mut() = next;
+                sync::store_mut(&mut self.last, next);
                 Ok(next)
             }
             None => self.issue_slow(&mut || Ok(now_ms)),
@@ -685,7 +685,7 @@ impl Generator {
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            core::hint::spin_loop();
+            sync::spin_loop();
         }
         SlowPathGuard(&self.slow_path)
     }

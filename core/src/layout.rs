@@ -271,21 +271,34 @@ impl Layout {
         }
         let mut below = total;
         let mut placed = 0;
-        let mut pass = 0;
-        while pass < 2 {
-            let mut i = 0;
-            while i < 4 {
-                if (widths[i] > 0) == (pass == 0) {
-                    let field = listed[i];
-                    order[placed] = field;
-                    placed += 1;
-                    bits[field.index()] = widths[i];
-                    below -= widths[i];
-                    shift[field.index()] = below;
-                }
-                i += 1;
+        let mut zero_width = [true; 4];
+        let mut i = 0;
+        while i < 4 {
+            if widths[i] > 0 {
+                let field = listed[i];
+                order[placed] = field;
+                placed += 1;
+                bits[field.index()] = widths[i];
+                below -= widths[i];
+                shift[field.index()] = below;
+                zero_width[field.index()] = false;
             }
-            pass += 1;
+            i += 1;
+        }
+        // The zero-width fields in one fixed order, however they were listed (or left out).
+        let fixed = [
+            Field::Timestamp,
+            Field::ClockSeq,
+            Field::Worker,
+            Field::Sequence,
+        ];
+        let mut k = 0;
+        while k < 4 {
+            if zero_width[fixed[k].index()] {
+                order[placed] = fixed[k];
+                placed += 1;
+            }
+            k += 1;
         }
         Layout {
             order,
@@ -447,6 +460,29 @@ fn bits_in_order(order: [Field; 4], bits_by_field: [u8; 4]) -> [u8; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_width_fields_listed_or_not_give_equal_layouts() {
+        // Found by the server_config fuzz target: a 0-bit worker listed or left out.
+        let listed = [
+            (Field::Timestamp, 40),
+            (Field::Sequence, 0),
+            (Field::Worker, 0),
+        ];
+        let left_out = [(Field::Timestamp, 40), (Field::Sequence, 0)];
+        assert_eq!(
+            Layout::new(&listed, 10, 200),
+            Layout::new(&left_out, 10, 200)
+        );
+        let twitter = [
+            (Field::Timestamp, 41),
+            (Field::ClockSeq, 0),
+            (Field::Worker, 10),
+            (Field::Sequence, 12),
+        ];
+        let twitter = Layout::new(&twitter, 1, Layout::TWITTER.epoch_ms());
+        assert_eq!(twitter, Ok(Layout::TWITTER));
+    }
 
     #[test]
     fn presets_pass_validation_unchanged() {

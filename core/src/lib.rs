@@ -42,6 +42,7 @@ mod public;
 #[cfg(feature = "std")]
 mod std_clock;
 mod suggest;
+mod sync;
 mod wait;
 
 pub use block::IdBlock;

@@ -46,7 +46,7 @@ pub struct App {
 
 type Shared = State<Arc<App>>;
 /// A request's body, or why axum could not read it (answered as a coded error).
-type JsonBody = Result<Bytes, BytesRejection>;
+pub type JsonBody = Result<Bytes, BytesRejection>;
 
 /// Every route, with the label its metrics carry.
 pub const ROUTES: [&str; 10] = [
@@ -217,7 +217,7 @@ async fn get_id(State(app): Shared, headers: HeaderMap) -> Result<Response, ApiE
 
 /// The query's value for `name`, percent-decoded (invalid UTF-8 becomes U+FFFD); a name given
 /// twice is an error.
-fn query_value(query: Option<&str>, name: &str) -> Result<Option<String>, ApiError> {
+pub fn query_value(query: Option<&str>, name: &str) -> Result<Option<String>, ApiError> {
     let mut found = None;
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if key == name {
@@ -354,7 +354,7 @@ async fn decode(
 }
 
 /// The body as a JSON object and its string field `name`.
-fn string_field(body: JsonBody, name: &str) -> Result<String, ApiError> {
+pub fn string_field(body: JsonBody, name: &str) -> Result<String, ApiError> {
     let bytes = body.map_err(|rejection| {
         let status = rejection.status();
         let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
