@@ -29,9 +29,10 @@ setup-nightly:
 	  && rustup +nightly component list --installed | grep -q '^rust-src' \
 	  || rustup +nightly component add miri rust-src
 
+# Asks cargo itself (cargo finds subcommands in $CARGO_HOME/bin and on PATH): a cargo-fuzz in
+# another home would not be found when the recipe runs.
 setup-fuzz: setup-nightly
-	@command -v cargo-fuzz >/dev/null 2>&1 || [ -x "$$HOME/.cargo/bin/cargo-fuzz" ] \
-	  || $(CARGO) install --locked cargo-fuzz
+	@$(CARGO) fuzz --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
 
 test-loom: setup-rust
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(ROOT)/target/loom \
