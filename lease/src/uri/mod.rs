@@ -231,8 +231,40 @@ pub(crate) fn invalid(uri: &str, reason: impl Into<String>) -> LeaseError {
 /// unencoded `/`, `?`, `#` or `@` in it is dropped too.
 pub fn redact(uri: &str) -> String {
     if let Ok(parts) = split(uri) {
-        return parts.redacted();
+        let shown = parts.redacted();
+        // The parser may read a URI otherwise than a person would (a '\' in the user info of
+        // a special scheme ends the host for it): then a password can land in the path. What
+        // shows any secret falls back to the textual redaction below, which hides everything
+        // before the last '@'.
+        if !passwords_of(uri)
+            .iter()
+            .any(|secret| shown.contains(secret.as_str()))
+        {
+            return shown;
+        }
     }
+    redact_text(uri)
+}
+
+/// The passwords `uri` holds as text: after the first ':' of everything before the last '@',
+/// as written and percent-decoded (empty ones left out).
+fn passwords_of(uri: &str) -> Vec<String> {
+    let rest = uri.split_once("://").map_or(uri, |(_, rest)| rest);
+    let Some((user_info, _)) = rest.rsplit_once('@') else {
+        return Vec::new();
+    };
+    let Some((_, password)) = user_info.split_once(':') else {
+        return Vec::new();
+    };
+    let decoded = String::from_utf8_lossy(&decode_lenient(password)).into_owned();
+    [password.to_owned(), decoded]
+        .into_iter()
+        .filter(|secret| !secret.is_empty())
+        .collect()
+}
+
+/// Redaction without the parser: everything before the last '@' hidden, secret parameters too.
+fn redact_text(uri: &str) -> String {
     let (scheme, rest) = match uri.split_once("://").filter(|(s, _)| is_scheme(s)) {
         Some((scheme, rest)) => (format!("{scheme}://"), rest),
         None => (String::new(), uri),
@@ -515,6 +547,23 @@ mod tests {
             let error = parse(uri).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(!error.is_empty() && !error.contains("hunter2"), "{error}");
         }
+    }
+
+    #[test]
+    fn a_password_the_parser_reads_as_path_is_redacted() {
+        // Found by the lease_uri fuzz target in make test: for a special scheme a '\\' in the
+        // user info ends the host, and the password was shown as part of the path.
+        for uri in [
+            "https://user637ttps\\:hunter2user1@ca\u{1}app-a",
+            "https://u\\:hunter2@host/db",
+        ] {
+            let shown = redact(uri);
+            assert!(!shown.contains("hunter2"), "{uri:?} shown as {shown:?}");
+        }
+        assert_eq!(
+            redact("postgres://user:hunter2@db/ids?app=a"),
+            "postgres://user:***@db/ids?app=a"
+        );
     }
 
     fn code(uri: &str) -> &'static str {
