@@ -6,8 +6,10 @@
 //! ```
 //! Text mode prints `worker N`, then `id ID` per id, flushed per line when `--every-ms` is
 //! given; `--binary` writes the ids as little-endian u64 (the `worker N` line goes to stderr).
-//! A refusal prints `error CODE message` and exits with status 3. `--count 0` runs until
-//! killed or refused (or `--for-ms` has passed). `--offset-ms` runs the generator on a clock that far off the system's.
+//! A refusal with a time to retry at (a renewal still under way on a loaded machine) is retried
+//! then, as a caller would; any other refusal prints `error CODE message` and exits with
+//! status 3. `--count 0` runs until killed or refused (or `--for-ms` has passed).
+//! `--offset-ms` runs the generator on a clock that far off the system's.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -101,6 +103,11 @@ fn run(args: &Args) -> Result<(), LeaseError> {
         let id = match gen.next_id() {
             Ok(id) => id,
             Err(error) => {
+                if let Some(at_ms) = error.retry_at_ms() {
+                    let wait_ms = at_ms.saturating_sub(gen.now_ms()).clamp(1, 1000);
+                    std::thread::sleep(Duration::from_millis(wait_ms));
+                    continue;
+                }
                 let line = format!("error {} {error}\n", error.code());
                 let _ = out.write_all(line.as_bytes());
                 let _ = out.flush();
