@@ -105,8 +105,8 @@ pub enum Error {
     /// one's, whose worker id has been released); it issues no more ids.
     GeneratorClosed,
     /// `LEASE_LOST`: the generator's worker-id lease expired without renewal, so another holder
-    /// may already have the worker id. A clock that covers time only while a lease holds refuses
-    /// with it ([`crate::Clock::try_now_ms`]), and the generator issues nothing.
+    /// may already have the worker id. The code leased generators (clockflake-lease) and the
+    /// bindings report; core's generator never returns it on its own.
     LeaseLost,
     /// `WORKER_POOL_EXHAUSTED`: every worker id of the layout is leased.
     WorkerPoolExhausted {

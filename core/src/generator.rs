@@ -415,6 +415,36 @@ impl Generator {
         self.issue(&mut || clock.try_now_ms())
     }
 
+    /// The next id at the time `now` gives, read after the generator's state as
+    /// [`Generator::try_next_id_with`] reads its clock; `now` may refuse with an error of its
+    /// own type (a lease at its deadline), and the generator then issues nothing and returns
+    /// that refusal. Core's own refusals come back converted with `From<Error>`.
+    ///
+    /// ```
+    /// use clockflake::{Error, Generator, Layout, Options};
+    /// #[derive(Debug, PartialEq)]
+    /// enum Refused { Expired, Core(Error) }
+    /// impl From<Error> for Refused {
+    ///     fn from(error: Error) -> Refused { Refused::Core(error) }
+    /// }
+    /// let gen = Generator::new(Layout::CLOCKSEQ, 7, Options::default())?;
+    /// let deadline_ms = 1_735_689_600_010;
+    /// let covered = |now_ms: u64| match now_ms < deadline_ms {
+    ///     true => Ok(now_ms),
+    ///     false => Err(Refused::Expired),
+    /// };
+    /// assert!(gen.try_next_id_from(|| covered(deadline_ms - 10)).is_ok());
+    /// assert_eq!(gen.try_next_id_from(|| covered(deadline_ms)), Err(Refused::Expired));
+    /// # Ok::<(), clockflake::Error>(())
+    /// ```
+    #[inline]
+    pub fn try_next_id_from<E: From<Error>>(
+        &self,
+        mut now: impl FnMut() -> Result<u64, E>,
+    ) -> Result<u64, E> {
+        self.issue(&mut now)
+    }
+
     /// Up to `max_count` consecutive ids of one tick at an explicit time, taken in one atomic
     /// step: as many as the tick still holds (a whole tick's worth when the clock moved on).
     /// The cases the slow path decides (the very first id, the clock going back, a full tick
@@ -433,8 +463,18 @@ impl Generator {
         self.issue_block(&mut || clock.try_now_ms(), max_count)
     }
 
+    /// [`Generator::next_block_at`] at the time `now` gives, which may refuse with an error of
+    /// its own type, as in [`Generator::try_next_id_from`].
+    pub fn try_next_block_from<E: From<Error>>(
+        &self,
+        mut now: impl FnMut() -> Result<u64, E>,
+        max_count: u64,
+    ) -> Result<IdBlock, E> {
+        self.issue_block(&mut now, max_count)
+    }
+
     #[inline(always)]
-    fn issue<T: FnMut() -> Result<u64, Error>>(&self, now: &mut T) -> Result<u64, Error> {
+    fn issue<E: From<Error>, T: FnMut() -> Result<u64, E>>(&self, now: &mut T) -> Result<u64, E> {
         let mut last = self.last.load(Ordering::Acquire);
         loop {
             let Some((next, _)) = self.fast_room(last, self.tick_unchecked(now()?)) else {
@@ -450,11 +490,11 @@ impl Generator {
         }
     }
 
-    fn issue_block<T: FnMut() -> Result<u64, Error>>(
+    fn issue_block<E: From<Error>, T: FnMut() -> Result<u64, E>>(
         &self,
         now: &mut T,
         max_count: u64,
-    ) -> Result<IdBlock, Error> {
+    ) -> Result<IdBlock, E> {
         if max_count == 0 {
             return Ok(IdBlock::EMPTY);
         }
@@ -521,7 +561,10 @@ impl Generator {
     /// layout's lifetime, and the clock going back.
     #[cold]
     #[inline(never)]
-    fn issue_slow(&self, now: &mut dyn FnMut() -> Result<u64, Error>) -> Result<u64, Error> {
+    fn issue_slow<E: From<Error>>(
+        &self,
+        now: &mut dyn FnMut() -> Result<u64, E>,
+    ) -> Result<u64, E> {
         let _lock = self.lock_slow_path();
         loop {
             let last = self.last.load(Ordering::Acquire);

@@ -69,9 +69,9 @@ pub trait Clock {
     fn now_ms(&self) -> u64;
 
     /// The time to issue an id at, or why no id may be issued now. A clock that stops
-    /// covering time refuses (a lease at its deadline: [`Error::LeaseLost`]), and the
-    /// generator returns that refusal having issued nothing. Every read the generator makes
-    /// to issue an id goes through here; the default never refuses.
+    /// covering time refuses, and the generator returns that refusal having issued nothing
+    /// (a refusal of the caller's own error type: [`Generator::try_next_id_from`]). Every
+    /// read the generator makes to issue an id goes through here; the default never refuses.
     #[inline(always)]
     fn try_now_ms(&self) -> Result<u64, Error> {
         Ok(self.now_ms())

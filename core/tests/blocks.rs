@@ -151,3 +151,42 @@ fn a_clock_that_refuses_time_stops_the_generator_without_using_an_id() {
         "no id skipped or repeated"
     );
 }
+
+/// A refusal of the caller's own type (the lease's), carried through the core untouched.
+#[derive(Debug, PartialEq)]
+enum Refused {
+    Expired,
+    Core(clockflake::Error),
+}
+
+impl From<clockflake::Error> for Refused {
+    fn from(error: clockflake::Error) -> Refused {
+        Refused::Core(error)
+    }
+}
+
+#[test]
+fn a_time_source_refusing_with_its_own_error_stops_the_generator_without_using_an_id() {
+    let gen = Generator::new(Layout::CLOCKSEQ, 2, Options::default()).unwrap();
+    let open = std::cell::Cell::new(true);
+    let now = || {
+        if open.get() {
+            Ok(T)
+        } else {
+            Err(Refused::Expired)
+        }
+    };
+    let first = gen.try_next_id_from(now).unwrap();
+    let before = gen.state();
+    open.set(false);
+    assert_eq!(gen.try_next_id_from(now), Err(Refused::Expired));
+    assert_eq!(gen.try_next_block_from(now, 10), Err(Refused::Expired));
+    assert_eq!(gen.state(), before, "nothing issued while refused");
+    open.set(true);
+    assert_eq!(gen.try_next_id_from(now).unwrap(), first + 1);
+    // Core's own refusals arrive converted: a time before the epoch.
+    assert!(matches!(
+        gen.try_next_id_from(|| Ok::<u64, Refused>(0)),
+        Err(Refused::Core(clockflake::Error::EpochInFuture { .. }))
+    ));
+}

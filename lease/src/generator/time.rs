@@ -68,53 +68,11 @@ impl Time {
     }
 }
 
-/// The generator's time as the core reads it (explicit, boot-anchored or injected), which
-/// refuses with core's `LEASE_LOST` once the deadline (less `margin_ms`) or the reservation
-/// has passed, so that the core refuses without issuing ([`Clock::try_now_ms`]).
-pub(super) struct LimitedClock<'a> {
-    shared: &'a Shared,
-    explicit_ms: Option<u64>,
-    margin_ms: u64,
-}
-
-impl LimitedClock<'_> {
-    /// The generator's time, and the boot clock it was read with (one clock read for both).
+impl From<Error> for Miss {
+    /// A refusal of the core's own (the clock went back, a full tick): never the lease's.
     #[inline(always)]
-    fn read(&self) -> (u64, u64) {
-        let boot = boot_ms();
-        let wall = match self.explicit_ms {
-            Some(ms) => ms,
-            None => self.shared.time.at_boot(boot),
-        };
-        (wall, boot)
-    }
-}
-
-impl Clock for LimitedClock<'_> {
-    fn now_ms(&self) -> u64 {
-        self.read().0
-    }
-
-    #[inline(always)]
-    fn try_now_ms(&self) -> Result<u64, Error> {
-        let shared = self.shared;
-        let (wall, boot) = self.read();
-        if shared.limits.may_issue(boot, wall, self.margin_ms) {
-            Ok(wall)
-        } else {
-            Err(Error::LeaseLost)
-        }
-    }
-}
-
-/// The core's answer: its `LEASE_LOST` comes from [`LimitedClock`] alone, and is
-/// [`Miss::Limit`] (renew, or refuse with the lease's own error).
-#[inline(always)]
-fn judge<T>(issued: Result<T, Error>) -> Result<T, Miss> {
-    match issued {
-        Ok(value) => Ok(value),
-        Err(Error::LeaseLost) => Err(Miss::Limit),
-        Err(error) => Err(Miss::Core(error)),
+    fn from(error: Error) -> Miss {
+        Miss::Core(error)
     }
 }
 
@@ -133,11 +91,12 @@ impl Shared {
         }
     }
 
-    /// One try on the fast path: the core generator, on a clock that fails every id once
-    /// the deadline or the reservation has passed.
+    /// One try on the fast path: the core generator, on a time that refuses every id with
+    /// [`Miss::Limit`] once the deadline or the reservation has passed.
     #[inline(always)]
     pub(super) fn attempt(&self, explicit_ms: Option<u64>) -> Result<u64, Miss> {
-        judge(self.gen.try_next_id_with(&self.limited(explicit_ms, 0)))
+        self.gen
+            .try_next_id_from(|| self.limited_now(explicit_ms, 0))
     }
 
     /// One try at a block of up to `max_count` ids of one tick: as [`Shared::attempt`], but
@@ -149,18 +108,29 @@ impl Shared {
         max_count: u64,
         margin_ms: u64,
     ) -> Result<IdBlock, Miss> {
-        judge(
-            self.gen
-                .try_next_block_with(&self.limited(explicit_ms, margin_ms), max_count),
-        )
+        self.gen
+            .try_next_block_from(|| self.limited_now(explicit_ms, margin_ms), max_count)
     }
 
+    /// The generator's time (explicit, boot-anchored or injected) as the core reads it to
+    /// issue an id, or [`Miss::Limit`] once the deadline (less `margin_ms`) or the reservation
+    /// has passed at that time, so that the core refuses without issuing. One read of the
+    /// boot clock gives both the time and the deadline check.
     #[inline(always)]
-    pub(super) fn limited(&self, explicit_ms: Option<u64>, margin_ms: u64) -> LimitedClock<'_> {
-        LimitedClock {
-            shared: self,
-            explicit_ms,
-            margin_ms,
+    pub(super) fn limited_now(
+        &self,
+        explicit_ms: Option<u64>,
+        margin_ms: u64,
+    ) -> Result<u64, Miss> {
+        let boot = boot_ms();
+        let wall = match explicit_ms {
+            Some(ms) => ms,
+            None => self.time.at_boot(boot),
+        };
+        if self.limits.may_issue(boot, wall, margin_ms) {
+            Ok(wall)
+        } else {
+            Err(Miss::Limit)
         }
     }
 

@@ -7,38 +7,22 @@
 
 use std::time::Duration;
 
-use clockflake::{Clock, Error, Field, Generator, Layout, Options, State};
+use clockflake::{Error, Field, Generator, Layout, Options, State};
 use clockflake_lease::protocol::{self, Book, Renewal, Terms};
 use clockflake_lease::Grant;
 
 use crate::coordinator::Key;
 
-/// Core's clock for one attempt: the holder's wall time, refusing (core's `LEASE_LOST`) past
-/// the deadline or the reservation, as the real generator's `LimitedClock` does.
-struct LimitedClock {
-    wall_ms: u64,
-    boot_ms: u64,
-    deadline_boot_ms: u64,
-    reserved_wall_ms: u64,
+/// Why core refused one attempt: the lease's limit (past the deadline or the reservation, as
+/// the real generator's `Shared::limited_now` refuses) or core's own rules.
+enum Miss {
+    Limit,
+    Core,
 }
 
-impl Clock for LimitedClock {
-    fn now_ms(&self) -> u64 {
-        self.wall_ms
-    }
-
-    fn try_now_ms(&self) -> Result<u64, Error> {
-        if protocol::may_issue(
-            self.boot_ms,
-            self.wall_ms,
-            0,
-            self.deadline_boot_ms,
-            self.reserved_wall_ms,
-        ) {
-            Ok(self.wall_ms)
-        } else {
-            Err(Error::LeaseLost)
-        }
+impl From<Error> for Miss {
+    fn from(_: Error) -> Miss {
+        Miss::Core
     }
 }
 
@@ -239,13 +223,15 @@ impl Holder {
         let Some(lease) = self.lease() else {
             return Err(Refusal::NotRunning);
         };
-        let clock = LimitedClock {
-            wall_ms,
-            boot_ms,
-            deadline_boot_ms: lease.deadline_boot_ms,
-            reserved_wall_ms: lease.reserved_wall_ms,
+        let (deadline_boot_ms, reserved_wall_ms) = (lease.deadline_boot_ms, lease.reserved_wall_ms);
+        let limited_now = || {
+            if protocol::may_issue(boot_ms, wall_ms, 0, deadline_boot_ms, reserved_wall_ms) {
+                Ok(wall_ms)
+            } else {
+                Err(Miss::Limit)
+            }
         };
-        match lease.gen.try_next_id_with(&clock) {
+        match lease.gen.try_next_id_from(limited_now) {
             Ok(id) => {
                 let issued_ms = layout.decode(id).map_or(0, |parts| parts.timestamp_ms);
                 if lease.covers(layout, id, issued_ms) {
@@ -258,14 +244,14 @@ impl Holder {
                 lease.pending.push((id, give_up));
                 Err(Refusal::Renewal)
             }
-            Err(Error::LeaseLost) => {
+            Err(Miss::Limit) => {
                 if boot_ms >= lease.deadline_boot_ms {
                     return Err(Refusal::Lost);
                 }
                 lease.wanted_wall_ms = lease.wanted_wall_ms.max(wall_ms);
                 Err(Refusal::Renewal)
             }
-            Err(_) => Err(Refusal::Core),
+            Err(Miss::Core) => Err(Refusal::Core),
         }
     }
 
