@@ -38,7 +38,7 @@ async fn with_retries<T>(
             Err(error) => error,
         };
         let Some(retry_at_ms) = error.retry_at_ms() else {
-            if matches!(error.code(), "LEASE_LOST" | "GENERATOR_CLOSED") {
+            if ends_the_generator(&error) {
                 app.supervisor.poke();
             }
             return Err(error.into());
@@ -56,6 +56,18 @@ async fn with_retries<T>(
             tokio::time::sleep(Duration::from_millis(wait_ms.max(1))).await;
         }
     }
+}
+
+/// Whether `error` says this generator issues no more ids (`LEASE_LOST`, `GENERATOR_CLOSED`),
+/// so the supervisor should lease again now rather than at its next look. The lease crate
+/// reports both as its own variants; core's are matched too, should one pass through.
+fn ends_the_generator(error: &LeaseError) -> bool {
+    matches!(
+        error,
+        LeaseError::LeaseLost { .. }
+            | LeaseError::Closed
+            | LeaseError::Core(clockflake::Error::LeaseLost | clockflake::Error::GeneratorClosed)
+    )
 }
 
 fn push_id(out: &mut Vec<u8>, id: u64) {
@@ -150,8 +162,30 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use axum::http::StatusCode;
 
-    use super::parse_count;
+    use clockflake_lease::LeaseError;
+
+    use super::{ends_the_generator, parse_count};
     use crate::error::codes;
+
+    #[test]
+    fn lost_and_closed_end_the_generator_by_variant() {
+        let lost = LeaseError::LeaseLost {
+            reason: String::new(),
+        };
+        let ending = [
+            lost,
+            LeaseError::Closed,
+            LeaseError::Core(clockflake::Error::LeaseLost),
+            LeaseError::Core(clockflake::Error::GeneratorClosed),
+        ];
+        for error in &ending {
+            assert!(ends_the_generator(error), "{error:?}");
+            assert!(matches!(error.code(), "LEASE_LOST" | "GENERATOR_CLOSED"));
+        }
+        for error in &LeaseError::EXAMPLES {
+            assert!(!ends_the_generator(error), "{error:?}");
+        }
+    }
 
     #[test]
     fn counts() {
