@@ -54,6 +54,29 @@ pub struct App {
     pub ids_issued: AtomicU64,
 }
 
+impl App {
+    /// The state every route shares: ids from `supervisor`'s generator in batches of at most
+    /// `max_count`, the public-id routes with `public_ids` (behind `public_token` when there is
+    /// one), and request metrics into `telemetry`. [`crate::run`] builds one from the flags;
+    /// in-process tests build theirs on a lease they took, then call [`router`].
+    pub fn new(
+        supervisor: Arc<Supervisor>,
+        public_ids: Option<PublicIds>,
+        public_token: Option<String>,
+        max_count: u64,
+        telemetry: Telemetry,
+    ) -> App {
+        App {
+            supervisor,
+            public_ids,
+            public_token,
+            max_count,
+            telemetry,
+            ids_issued: AtomicU64::new(0),
+        }
+    }
+}
+
 type Shared = State<Arc<App>>;
 
 /// Every route, with the label its metrics carry.
@@ -70,6 +93,8 @@ pub const ROUTES: [&str; 10] = [
     "/bench/constant",
 ];
 
+/// Every route on `app`, with the JSON 404 and 405 answers, the body limit and request
+/// metrics; `/bench/constant` only with `bench_constant_route`.
 pub fn router(app: Arc<App>, bench_constant_route: bool) -> Router {
     let mut router = Router::new()
         .route("/v1/id", get(ids::get_id))
