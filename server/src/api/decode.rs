@@ -8,10 +8,10 @@ use axum::response::Response;
 use clockflake::Layout;
 use serde_json::json;
 
+use super::app::Shared;
 use super::input::{is_decimal, query_value, unprocessable_if};
 use super::negotiate::json_response;
 use super::rfc3339::rfc3339_ms;
-use super::Shared;
 use crate::error::ApiError;
 
 pub(super) async fn decode(

@@ -9,9 +9,9 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use clockflake_lease::{LeaseError, LeasedGenerator};
 
+use super::app::{App, Shared};
 use super::input::query_value;
 use super::negotiate::{body_response, wants_text, JSON, TEXT};
-use super::{App, Shared};
 use crate::error::ApiError;
 
 /// Longest one `GET /v1/id` waits for the generator (the next tick, a renewal in flight)

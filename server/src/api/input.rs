@@ -6,8 +6,10 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use super::MAX_BODY_BYTES;
 use crate::error::{codes, ApiError};
+
+/// Largest request body any route reads (the public-id routes); larger ones get 413.
+pub const MAX_BODY_BYTES: usize = 1024;
 
 /// A request's body, or why axum could not read it (answered as a coded error).
 pub type JsonBody = Result<Bytes, BytesRejection>;

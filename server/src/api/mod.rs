@@ -1,16 +1,18 @@
-//! The HTTP API: the shared [`App`], the router with every route, and the request metrics
-//! middleware. Each route's handler lives in the module of its concept:
+//! The HTTP API: the router with every route, and the request metrics middleware. Each
+//! route's handler lives in the module of its concept:
 //!
 //! | module | what |
 //! |---|---|
+//! | `app` | [`App`], the state every route shares |
 //! | `ids` | `GET /v1/id`, `GET /v1/ids` and the retries through short refusals |
 //! | `decode` | `GET /v1/decode/{id}` |
 //! | `public` | `POST /v1/public/encode`, `/v1/public/decode` and their bearer token |
 //! | `service` | `/healthz`, `/readyz`, `/openapi.json`, `/metrics`, `/bench/constant` |
 //! | `negotiate` | `Accept` (JSON or text) and the response bodies |
-//! | `input` | query values, the JSON body's field, 400 or 422 |
+//! | `input` | query values, the JSON body's field and its size limit, 400 or 422 |
 //! | `rfc3339` | Unix ms as RFC 3339 text |
 
+mod app;
 mod decode;
 mod ids;
 mod input;
@@ -19,7 +21,6 @@ mod public;
 mod rfc3339;
 mod service;
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,55 +30,16 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
-use clockflake::PublicIds;
 
 use crate::error::{codes, ApiError};
-use crate::supervisor::Supervisor;
-use crate::telemetry::Telemetry;
+use app::Shared;
 
+pub use app::App;
 pub use ids::parse_count;
-pub use input::{query_value, string_field, JsonBody};
+pub use input::{query_value, string_field, JsonBody, MAX_BODY_BYTES};
 pub use negotiate::wants_text;
 pub use rfc3339::rfc3339_ms;
 pub use service::OPENAPI;
-
-/// Largest request body any route reads (the public-id routes); larger ones get 413.
-pub const MAX_BODY_BYTES: usize = 1024;
-
-pub struct App {
-    pub supervisor: Arc<Supervisor>,
-    pub public_ids: Option<PublicIds>,
-    /// The bearer token `/v1/public/*` require, if one was given.
-    pub public_token: Option<String>,
-    pub max_count: u64,
-    pub telemetry: Telemetry,
-    pub ids_issued: AtomicU64,
-}
-
-impl App {
-    /// The state every route shares: ids from `supervisor`'s generator in batches of at most
-    /// `max_count`, the public-id routes with `public_ids` (behind `public_token` when there is
-    /// one), and request metrics into `telemetry`. [`crate::run`] builds one from the flags;
-    /// in-process tests build theirs on a lease they took, then call [`router`].
-    pub fn new(
-        supervisor: Arc<Supervisor>,
-        public_ids: Option<PublicIds>,
-        public_token: Option<String>,
-        max_count: u64,
-        telemetry: Telemetry,
-    ) -> App {
-        App {
-            supervisor,
-            public_ids,
-            public_token,
-            max_count,
-            telemetry,
-            ids_issued: AtomicU64::new(0),
-        }
-    }
-}
-
-type Shared = State<Arc<App>>;
 
 /// Every route, with the label its metrics carry.
 pub const ROUTES: [&str; 10] = [

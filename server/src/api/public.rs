@@ -7,9 +7,9 @@ use axum::response::Response;
 use clockflake::PublicIds;
 use serde_json::json;
 
+use super::app::{App, Shared};
 use super::input::{is_decimal, string_field, unprocessable_if, JsonBody};
 use super::negotiate::json_response;
-use super::{App, Shared};
 use crate::error::{codes, ApiError};
 
 /// Whether `text` is what the OpenAPI description calls a public id: 16 Crockford base32

@@ -9,8 +9,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use super::app::Shared;
 use super::negotiate::{body_response, json_response, JSON};
-use super::Shared;
 
 /// The OpenAPI 3.1 description, committed beside the crate.
 pub const OPENAPI: &str = include_str!("../../openapi.json");
