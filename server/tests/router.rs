@@ -68,7 +68,7 @@ async fn ids_json_and_text() {
 async fn count_errors() {
     let server = Service::start("count", &["--max-count", "1000"], PublicSettings::default()).await;
     assert_eq!(server.get("/v1/ids?count=1000").await.status, 200);
-    for query in [
+    let queries = [
         "",
         "?",
         "?count",
@@ -88,10 +88,11 @@ async fn count_errors() {
         "?count=%",
         "?count=1&count=2",
         "?Count=1",
-    ] {
-        let reply = server.get(&format!("/v1/ids{query}")).await;
-        reply.assert_error(400, "INVALID_ARG_VALUE");
-    }
+    ];
+    let paths = queries.map(|query| format!("/v1/ids{query}"));
+    server
+        .assert_get_errors(paths, 400, "INVALID_ARG_VALUE")
+        .await;
     // Unknown parameters are ignored (cache busters).
     assert_eq!(server.get("/v1/ids?count=2&nonce=abc").await.status, 200);
 }
@@ -135,7 +136,7 @@ async fn decode_route() {
     reply.assert_error(400, "INVALID_ARG_VALUE");
     // Malformed: 400. Well-formed (1 to 20 digits, as openapi.json says) but past the
     // layout's range: 422, the same code.
-    for bad in [
+    let malformed = [
         "abc",
         "-1",
         "1.0",
@@ -143,14 +144,12 @@ async fn decode_route() {
         "99999999999999999999999",
         "%FF%FE",
         "%E2%82%AC",
-    ] {
-        let reply = server.get(&format!("/v1/decode/{bad}")).await;
-        reply.assert_error(400, "INVALID_ID");
-    }
-    for past in ["9223372036854775808", "18446744073709551616"] {
-        let reply = server.get(&format!("/v1/decode/{past}")).await;
-        reply.assert_error(422, "INVALID_ID");
-    }
+    ];
+    let paths = malformed.map(|id| format!("/v1/decode/{id}"));
+    server.assert_get_errors(paths, 400, "INVALID_ID").await;
+    let past = ["9223372036854775808", "18446744073709551616"];
+    let paths = past.map(|id| format!("/v1/decode/{id}"));
+    server.assert_get_errors(paths, 422, "INVALID_ID").await;
     // Above js53's 52 bits.
     let reply = server
         .get(&format!("/v1/decode/{}?layout=js53", 1u64 << 60))
@@ -378,9 +377,8 @@ async fn service_routes_and_http_errors() {
     served.sort_unstable();
     assert_eq!(documented, served);
 
-    for path in ["/v1/nope", "/", "/bench/constant"] {
-        server.get(path).await.assert_error(404, "NOT_FOUND");
-    }
+    let paths = ["/v1/nope", "/", "/bench/constant"].map(str::to_owned);
+    server.assert_get_errors(paths, 404, "NOT_FOUND").await;
     for (method, path) in [
         (Method::POST, "/v1/id"),
         (Method::DELETE, "/v1/ids?count=1"),

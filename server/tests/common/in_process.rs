@@ -106,6 +106,20 @@ impl Service {
         self.call(Method::GET, path, &[], Body::empty()).await
     }
 
+    /// Asserts that `GET` of each of `paths` answers the error `code` with `status`.
+    pub async fn assert_get_errors(
+        &self,
+        paths: impl IntoIterator<Item = String>,
+        status: u16,
+        code: &str,
+    ) {
+        for path in paths {
+            let reply = self.get(&path).await;
+            assert_eq!(reply.status, status, "GET {path}: {}", reply.body);
+            reply.assert_error(status, code);
+        }
+    }
+
     /// `GET path` with `Accept: accept`.
     pub async fn get_accepting(&self, path: &str, accept: &str) -> Reply {
         self.call(
