@@ -18,7 +18,6 @@ pub mod tls;
 
 use std::future::IntoFuture;
 use std::io::Write;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +29,7 @@ use crate::supervisor::Supervisor;
 use crate::telemetry::Telemetry;
 
 /// Why the server stopped other than gracefully: exit code 2 for configuration, 1 for the rest.
+#[derive(Debug)]
 pub enum Failure {
     /// A flag, the environment or the lease URI is wrong.
     Config(String),
@@ -37,17 +37,11 @@ pub enum Failure {
     Runtime(String),
 }
 
-/// Runs the server until SIGTERM or Ctrl-C, on the current tokio runtime.
-pub async fn run(config: Config) -> Result<(), Failure> {
+/// The keeper of the lease `config` names (its URI, layout, rollback policy and ready margin),
+/// not leasing yet. [`run`] starts from it; in-process tests build their app on one too.
+pub fn supervisor_for(config: &Config) -> Result<Supervisor, Failure> {
     let layout = config.layout().map_err(Failure::Config)?;
     let policy = config.policy().map_err(Failure::Config)?;
-    let public_ids = config::public_ids_from_env().map_err(Failure::Config)?;
-    let public_token = config::public_token_from_env().map_err(Failure::Config)?;
-    let tls = match (&config.tls_cert, &config.tls_key) {
-        (Some(cert), Some(key)) => Some(tls::config(cert, key).map_err(Failure::Config)?),
-        _ => None,
-    };
-    let telemetry = Telemetry::install().map_err(Failure::Runtime)?;
     let options = LeaseOptions {
         generator: Options {
             on_rollback: policy,
@@ -55,12 +49,24 @@ pub async fn run(config: Config) -> Result<(), Failure> {
         },
         ..LeaseOptions::default()
     };
-    let supervisor = Arc::new(Supervisor::new(
+    Ok(Supervisor::new(
         config.lease.clone(),
         layout,
         options,
         config.ready_margin,
-    ));
+    ))
+}
+
+/// Runs the server until SIGTERM or Ctrl-C, on the current tokio runtime.
+pub async fn run(config: Config) -> Result<(), Failure> {
+    let supervisor = Arc::new(supervisor_for(&config)?);
+    let public_ids = config::public_ids_from_env().map_err(Failure::Config)?;
+    let public_token = config::public_token_from_env().map_err(Failure::Config)?;
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::config(cert, key).map_err(Failure::Config)?),
+        _ => None,
+    };
+    let telemetry = Telemetry::install().map_err(Failure::Runtime)?;
 
     // The first lease in the foreground: a bad URI or layout stops the server here; a
     // coordinator that is down does not (the supervisor keeps trying, /readyz stays red).
@@ -86,14 +92,13 @@ pub async fn run(config: Config) -> Result<(), Failure> {
         .local_addr()
         .map_err(|error| Failure::Runtime(format!("listener: {error}")))?;
 
-    let app = Arc::new(api::App {
-        supervisor: Arc::clone(&supervisor),
+    let app = Arc::new(api::App::new(
+        Arc::clone(&supervisor),
         public_ids,
         public_token,
-        max_count: config.max_count,
+        config.max_count,
         telemetry,
-        ids_issued: AtomicU64::new(0),
-    });
+    ));
     let router = api::router(Arc::clone(&app), config.bench_constant_route);
 
     tokio::spawn(Arc::clone(&supervisor).run());

@@ -25,6 +25,9 @@ const BUCKETS: [f64; 15] = [
 /// Lease states exported as `clockflake_lease_state{state=...}` (1 for the current one).
 const STATES: [&str; 5] = ["leasing", "active", "lost", "closed", "forked"];
 
+/// The handle to the process-wide recorder; clones share it (in-process tests install it once
+/// and give each of their apps a clone).
+#[derive(Clone)]
 pub struct Telemetry {
     handle: PrometheusHandle,
 }

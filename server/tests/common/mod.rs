@@ -1,5 +1,6 @@
 //! Helpers shared by the server's integration tests: spawn the built binary, talk to it with a
-//! real HTTP client (reqwest) or raw bytes over TCP.
+//! real HTTP client (reqwest) or raw bytes over TCP; or call the router in the test's own
+//! process (`in_process`).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -263,3 +264,6 @@ pub fn wrk() -> Option<PathBuf> {
         .into_iter()
         .find(|path| path.is_file())
 }
+
+/// The router called in this process (`tower::ServiceExt::oneshot`), for what needs no server.
+pub mod in_process;
