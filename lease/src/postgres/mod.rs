@@ -10,7 +10,7 @@
 //! provider).
 //!
 //! Here the coordinator itself: its settings and its statements. Beside it: `sql.rs`, the SQL
-//! the statements share (the table, the timeline, the failover fence); `row.rs`, a row's
+//! the statements share (the table, the timeline, the failover fence); `columns.rs`, a row's
 //! columns as a state record; `connection.rs`, how each statement reaches the server;
 //! `tls.rs`, the TLS settings; `watchdog.rs`, the client's own timeout; `uri.rs`, the URI.
 
@@ -20,20 +20,20 @@ use std::time::Duration;
 
 use clockflake::{Error, Layout, State};
 use postgres::error::SqlState;
-use postgres::{Client, Config};
+use postgres::{Client, Config, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::coordinator::{preference_order, Coordinator, Grant};
 use crate::LeaseError;
 
+mod columns;
 mod connection;
-mod row;
 mod sql;
 mod tls;
 pub(crate) mod uri;
 mod watchdog;
 
-use row::marks_of;
+use columns::marks_of;
 pub use sql::SCHEMA;
 use sql::{granted_marks, stale, TIMELINE};
 use tls::PgTls;
@@ -163,6 +163,20 @@ impl PostgresCoordinator {
         })?;
         self.schema_ready = true;
         Ok(())
+    }
+
+    /// The record of a row (see [`columns::state_of`]), named by its table and key.
+    fn state_of(
+        &self,
+        row: &Row,
+        worker_id: u64,
+        leased_before: bool,
+    ) -> Result<Option<State>, LeaseError> {
+        let location = format!(
+            "{} table {} row (app={}, worker_id={worker_id})",
+            self.redacted_uri, self.table, self.app
+        );
+        columns::state_of(row, &location, worker_id, leased_before)
     }
 }
 
