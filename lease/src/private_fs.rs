@@ -9,7 +9,7 @@
 //!   enforced); a file's identity is its volume serial number and file index; directories
 //!   cannot be opened to fsync them (NTFS journals the rename's metadata).
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::path::Path;
 
@@ -142,4 +142,38 @@ fn nofollow() -> i32 {
 /// owner (`mode`), refusing one that exists.
 pub(crate) fn create_new(path: &Path, mode: u32) -> io::Result<File> {
     private(OpenOptions::new().write(true).create_new(true), mode).open(path)
+}
+
+/// Opens the lock file at `path` (created if missing, with `mode`) and locks it exclusively
+/// without waiting: `None` when it is locked already (by another process, or another open file
+/// of this one). The kernel drops the lock when the process dies; the lock belongs to the open
+/// file, not to the path.
+pub(crate) fn open_lock_file(path: &Path, mode: u32) -> Result<Option<File>, LockFileError> {
+    let file = private(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+        mode,
+    )
+    .open(path)
+    .map_err(|error| LockFileError {
+        step: "open",
+        error,
+    })?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(error)) => Err(LockFileError {
+            step: "lock",
+            error,
+        }),
+    }
+}
+
+/// Why [`open_lock_file`] failed: at which `step` (`open` or `lock`), and the error.
+pub(crate) struct LockFileError {
+    pub(crate) step: &'static str,
+    pub(crate) error: io::Error,
 }

@@ -23,7 +23,7 @@
 //! is accepted when its group is one of ours. Refusals are `COORDINATOR_UNAVAILABLE`, saying
 //! which directory and what to run (`chmod 700 DIR`).
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 #[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
@@ -340,23 +340,14 @@ impl FileCoordinator {
         let path = self.lock_path(worker_id);
         // A few tries: each retry means the file was removed between our open and our lock.
         for _ in 0..8 {
-            let file = private_fs::private(
-                OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false),
-                self.sharing.file_mode(),
-            )
-            .open(&path)
-            .map_err(|error| self.io_error(&format!("cannot open {}", path.display()), error))?;
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(TryLockError::WouldBlock) => return Ok(None),
-                Err(TryLockError::Error(error)) => {
-                    return Err(self.io_error(&format!("cannot lock {}", path.display()), error))
+            let file = match private_fs::open_lock_file(&path, self.sharing.file_mode()) {
+                Ok(Some(file)) => file,
+                Ok(None) => return Ok(None),
+                Err(failed) => {
+                    let what = format!("cannot {} {}", failed.step, path.display());
+                    return Err(self.io_error(&what, failed.error));
                 }
-            }
+            };
             // Another process may have removed the file between our open and our lock, and
             // a third one locked a new file at the path: then ours locks nothing.
             match is_at_path(&file, &path) {

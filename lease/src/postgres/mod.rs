@@ -6,382 +6,37 @@
 //! `owner = $me AND epoch = $mine AND expires_at > now()`, and zero rows means the lease is
 //! gone. Row leases, not advisory locks: they survive connection poolers and reconnects.
 //!
-//! TLS ([`SslMode`], `sslrootcert=`) as libpq means it, with rustls (the `ring` provider).
+//! TLS ([`SslMode`](tls::SslMode), `sslrootcert=`) as libpq means it, with rustls (the `ring`
+//! provider).
+//!
+//! Here the coordinator itself: its settings and its statements. Beside it: `sql.rs`, the SQL
+//! the statements share (the table, the timeline, the failover fence); `columns.rs`, a row's
+//! columns as a state record; `connection.rs`, how each statement reaches the server;
+//! `tls.rs`, the TLS settings; `watchdog.rs`, the client's own timeout; `uri.rs`, the URI.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
-use clockflake::{Error, Layout, State, MAX_CLOCK_SEQS};
+use clockflake::{Error, Layout, State};
 use postgres::error::SqlState;
-use postgres::{CancelToken, Client, Config, Row};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use postgres::{Client, Config, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::coordinator::{preference_order, Coordinator, Grant};
 use crate::LeaseError;
 
+mod columns;
+mod connection;
+mod sql;
+mod tls;
 pub(crate) mod uri;
+mod watchdog;
 
-/// `sslmode=` of a `postgres://` URI, as libpq spells and means it.
-///
-/// | mode | encrypted | certificate checked |
-/// |---|---|---|
-/// | `disable` | never | - |
-/// | `prefer` (default) | if the server offers TLS, else plain | only with `sslrootcert` (as `verify-ca`) |
-/// | `require` | always: refused if the server offers no TLS | only with `sslrootcert` (as `verify-ca`) |
-/// | `verify-ca` | always | chain against `sslrootcert` |
-/// | `verify-full` | always | chain against `sslrootcert`, and the host name |
-///
-/// Without `sslrootcert`, `~/.postgresql/root.crt` is used when it exists (libpq's default).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum SslMode {
-    /// No TLS.
-    Disable,
-    /// TLS if the server offers it (and plain if the TLS handshake fails, as libpq does).
-    #[default]
-    Prefer,
-    /// TLS or nothing, without checking the certificate (unless `sslrootcert` is given).
-    Require,
-    /// TLS, with the certificate chain checked against `sslrootcert`.
-    VerifyCa,
-    /// TLS, with the certificate chain and the host name checked.
-    VerifyFull,
-}
-
-impl SslMode {
-    /// The mode libpq spells `text`.
-    pub fn parse(text: &str) -> Option<SslMode> {
-        Some(match text {
-            "disable" => SslMode::Disable,
-            "prefer" => SslMode::Prefer,
-            "require" => SslMode::Require,
-            "verify-ca" => SslMode::VerifyCa,
-            "verify-full" => SslMode::VerifyFull,
-            _ => return None,
-        })
-    }
-
-    /// As libpq spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SslMode::Disable => "disable",
-            SslMode::Prefer => "prefer",
-            SslMode::Require => "require",
-            SslMode::VerifyCa => "verify-ca",
-            SslMode::VerifyFull => "verify-full",
-        }
-    }
-}
-
-/// The TLS settings of a `postgres://` coordinator: [`SslMode`] and the CA certificates.
-#[derive(Clone)]
-pub(crate) struct PgTls {
-    mode: SslMode,
-    root_cert: Option<PathBuf>,
-    connector: MakeRustlsConnect,
-}
-
-impl std::fmt::Debug for PgTls {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgTls")
-            .field("mode", &self.mode)
-            .field("root_cert", &self.root_cert)
-            .finish_non_exhaustive()
-    }
-}
-
-/// How far a certificate is checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Check {
-    /// Encryption only (the handshake's signatures are still checked).
-    Nothing,
-    /// The chain against the CA certificates.
-    Chain,
-    /// The chain and the host name.
-    Full,
-}
-
-impl PgTls {
-    /// The settings for `mode`, with the CA certificates of `root_cert` (a PEM file): given,
-    /// or `~/.postgresql/root.crt` if it exists. The error says what is wrong, for
-    /// `INVALID_URI`.
-    pub fn new(mode: SslMode, root_cert: Option<&Path>) -> Result<PgTls, String> {
-        let root_cert = match root_cert {
-            Some(path) if path == Path::new("system") => {
-                return Err("sslrootcert=system is not supported: give the CA file (PEM)".into())
-            }
-            Some(path) => Some(path.to_owned()),
-            None => std::env::var_os("HOME")
-                .map(|home| PathBuf::from(home).join(".postgresql/root.crt"))
-                .filter(|path| path.is_file()),
-        };
-        let check = match (mode, &root_cert) {
-            (SslMode::VerifyCa | SslMode::VerifyFull, None) => {
-                return Err(format!(
-                    "sslmode={} checks the server's certificate: give sslrootcert=FILE (the CA \
-                     certificates, PEM)",
-                    mode.as_str()
-                ))
-            }
-            (SslMode::VerifyFull, Some(_)) => Check::Full,
-            (SslMode::Disable, _) | (SslMode::Prefer | SslMode::Require, None) => Check::Nothing,
-            (_, Some(_)) => Check::Chain,
-        };
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let algorithms = provider.signature_verification_algorithms;
-        let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_safe_default_protocol_versions()
-            .map_err(|error| format!("TLS: {error}"))?;
-        let webpki = match (&root_cert, check) {
-            (Some(path), Check::Chain | Check::Full) => {
-                let mut roots = RootCertStore::empty();
-                let certs = CertificateDer::pem_file_iter(path)
-                    .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                    .map_err(|error| {
-                        format!("sslrootcert {}: cannot read it: {error}", path.display())
-                    })?;
-                let (added, _) = roots.add_parsable_certificates(certs);
-                if added == 0 {
-                    return Err(format!(
-                        "sslrootcert {}: no CA certificate in it (expected PEM)",
-                        path.display()
-                    ));
-                }
-                let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-                    .build()
-                    .map_err(|error| format!("sslrootcert {}: {error}", path.display()))?;
-                Some(webpki)
-            }
-            _ => None,
-        };
-        let check = if webpki.is_some() {
-            check
-        } else {
-            Check::Nothing
-        };
-        let config = builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Verifier {
-                webpki,
-                check,
-                algorithms,
-            }))
-            .with_no_client_auth();
-        Ok(PgTls {
-            mode,
-            root_cert: root_cert.filter(|_| check != Check::Nothing),
-            connector: MakeRustlsConnect::new(config),
-        })
-    }
-}
-
-/// The certificate check of [`Check`]: webpki's, with the host-name part left out for
-/// `verify-ca`, or none at all.
-#[derive(Debug)]
-struct Verifier {
-    webpki: Option<Arc<WebPkiServerVerifier>>,
-    check: Check,
-    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for Verifier {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let Some(webpki) = self
-            .webpki
-            .as_ref()
-            .filter(|_| self.check != Check::Nothing)
-        else {
-            return Ok(ServerCertVerified::assertion());
-        };
-        match webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) if self.check == Check::Chain => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
-}
-
-/// Cancels the statements under way on a connection once the work has run for `patience`,
-/// from a thread of its own (the connection's thread is blocked reading the answer).
-struct Watchdog {
-    /// Set when the statement ended; with the condition variable that wakes the thread.
-    ended: Arc<(Mutex<bool>, Condvar)>,
-    fired: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Watchdog {
-    fn arm(token: CancelToken, tls: Option<MakeRustlsConnect>, patience: Duration) -> Watchdog {
-        let ended = Arc::new((Mutex::new(false), Condvar::new()));
-        let fired = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (ended, fired) = (Arc::clone(&ended), Arc::clone(&fired));
-            std::thread::Builder::new()
-                .name("clockflake-pg-watchdog".into())
-                .spawn(move || {
-                    let (lock, wake) = &*ended;
-                    let mut wait = patience;
-                    loop {
-                        let guard = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                        let (guard, _) = wake
-                            .wait_timeout_while(guard, wait, |ended| !*ended)
-                            .unwrap_or_else(|poisoned| poisoned.into_inner());
-                        if *guard {
-                            return;
-                        }
-                        fired.store(true, Ordering::Release);
-                        drop(guard);
-                        // Bounded by the connect timeout (the patience too). Again every
-                        // 100 ms: the work may go on to another statement that waits too.
-                        let _ = match &tls {
-                            Some(tls) => token.cancel_query(tls.clone()),
-                            None => token.cancel_query(postgres::NoTls),
-                        };
-                        wait = Duration::from_millis(100);
-                    }
-                })
-                .ok()
-        };
-        Watchdog {
-            ended,
-            fired,
-            thread,
-        }
-    }
-
-    /// Ends the watch; whether the statement had to be cancelled.
-    fn fired(mut self) -> bool {
-        let (lock, wake) = &*self.ended;
-        *lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = true;
-        wake.notify_one();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        self.fired.load(Ordering::Acquire)
-    }
-}
-
-/// The rustls error somewhere in `error`'s chain (tokio-rustls wraps it in an `io::Error`,
-/// whose `source()` skips it).
-fn rustls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    let mut next = Some(error);
-    while let Some(error) = next {
-        if let Some(found) = error.downcast_ref::<rustls::Error>() {
-            return Some(found);
-        }
-        if let Some(found) = error
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        {
-            return Some(found);
-        }
-        next = error.source();
-    }
-    None
-}
-
-/// The table, created if missing (`{table}` is replaced by the `table=` parameter,
-/// `clockflake_leases` by default).
-pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS {table} (
-    app                text        NOT NULL,
-    worker_id          integer     NOT NULL,
-    owner              text,
-    epoch              bigint      NOT NULL DEFAULT 0,
-    expires_at         timestamptz,
-    layout_fingerprint bigint,
-    clock_seq          integer,
-    high_water_ms      bigint[],
-    updated_at         timestamptz NOT NULL DEFAULT now(),
-    timeline           bigint,
-    PRIMARY KEY (app, worker_id)
-)";
-
-/// The server's WAL timeline: 1 on a new cluster, one more at every promotion of a replica.
-/// Every grant and renewal records it in the row; only a primary can say
-/// (`pg_current_wal_lsn` fails on a standby, which refuses writes anyway).
-const TIMELINE: &str =
-    "('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint";
-
-/// A row last written on an earlier timeline than the server's: this server was promoted
-/// since, and its copy of the row may miss writes the old primary acknowledged (an
-/// asynchronous replica promoted while behind). A NULL timeline is a row written before
-/// this column existed: read as current.
-fn stale() -> String {
-    format!("(timeline IS NOT NULL AND timeline < {TIMELINE})")
-}
-
-/// The state part of a grant's SET list (in a `SET` list every column reads its value
-/// before the update).
-///
-/// A stale row (see [`stale`]): every clock sequence's mark is raised to at least the
-/// server's clock plus `$5` ms (the first `$7`, the layout's clock sequences), the longest a lost renewal (or a lost grant to someone else)
-/// could have let its holder go on issuing ids, so that the new holder issues none at or
-/// below any the old one could have. A stale row never granted in this copy (`epoch` 0) may
-/// have been granted on the old primary: it gets this layout's fingerprint (`$6`) and the
-/// raised marks. A row whose marks are NULL though granted before stays so (refused as
-/// `INVALID_STATE`).
-///
-/// Any other row at its first grant (`epoch` 0) gets an empty state record, so that from
-/// then on NULL columns can only mean marks that were lost (a row reset by hand, a careless
-/// migration), which is refused (`INVALID_STATE`) instead of read as "never used".
-fn granted_marks() -> String {
-    let stale = stale();
-    format!(
-        "layout_fingerprint = CASE WHEN {stale} AND epoch = 0 THEN $6 \
-             WHEN epoch = 0 THEN 0 ELSE layout_fingerprint END, \
-         clock_seq = CASE WHEN epoch = 0 THEN 0 ELSE clock_seq END, \
-         high_water_ms = CASE \
-             WHEN {stale} AND (epoch = 0 OR high_water_ms IS NOT NULL) THEN ARRAY( \
-                 SELECT CASE WHEN n <= $7 \
-                     THEN GREATEST(mark, floor(extract(epoch FROM now()) * 1000)::bigint + $5) END \
-                 FROM unnest(coalesce(high_water_ms, \
-                     array_fill(NULL::bigint, ARRAY[{MAX_CLOCK_SEQS}]))) \
-                     WITH ORDINALITY AS marks(mark, n) ORDER BY n) \
-             WHEN epoch = 0 THEN array_fill(NULL::bigint, ARRAY[{MAX_CLOCK_SEQS}]) \
-             ELSE high_water_ms END, \
-         timeline = {TIMELINE}"
-    )
-}
+use columns::marks_of;
+pub use sql::SCHEMA;
+use sql::{granted_marks, stale, TIMELINE};
+use tls::PgTls;
 
 /// Worker ids from row leases in PostgreSQL.
 pub struct PostgresCoordinator {
@@ -460,86 +115,6 @@ impl PostgresCoordinator {
         self
     }
 
-    /// A new connection under the TLS settings. Under `prefer`, a server that offers no TLS
-    /// is used in plain text, and so (as libpq does) is one whose TLS handshake fails.
-    fn connect(&mut self) -> Result<Client, LeaseError> {
-        use postgres::config::SslMode as Wire;
-        let tls = match &self.tls {
-            Some(tls) => tls.clone(),
-            None => PgTls::new(SslMode::Prefer, None).map_err(|error| self.unavailable(error))?,
-        };
-        let mut config = self.config.clone();
-        let notice = Arc::clone(&self.sync_rep_notice);
-        config.notice_callback(move |message| {
-            if message.message().contains("synchronous replication") {
-                notice.store(true, Ordering::Relaxed);
-            }
-        });
-        self.cancel_tls = Some(tls.connector.clone());
-        config.ssl_mode(match tls.mode {
-            SslMode::Disable => Wire::Disable,
-            SslMode::Prefer => Wire::Prefer,
-            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => Wire::Require,
-        });
-        match config.connect(tls.connector.clone()) {
-            Ok(client) => Ok(client),
-            Err(error) if tls.mode == SslMode::Prefer && rustls_error(&error).is_some() => {
-                config.ssl_mode(Wire::Disable);
-                config
-                    .connect(tls.connector.clone())
-                    .map_err(|error| self.connect_error(&tls, &error))
-            }
-            Err(error) => Err(self.connect_error(&tls, &error)),
-        }
-    }
-
-    /// `COORDINATOR_UNAVAILABLE` for a failed connection, saying plainly when it was TLS: a
-    /// server that offers none, or a certificate check (which one).
-    fn connect_error(&self, tls: &PgTls, error: &postgres::Error) -> LeaseError {
-        let text = error.to_string();
-        let mut chain = text.clone();
-        let mut source = std::error::Error::source(error);
-        while let Some(cause) = source {
-            chain.push_str(&format!(": {cause}"));
-            source = cause.source();
-        }
-        let reason = if chain.contains("server does not support TLS") {
-            format!(
-                "the server does not offer TLS, and sslmode={} requires it",
-                tls.mode.as_str()
-            )
-        } else if let Some(rustls::Error::InvalidCertificate(problem)) = rustls_error(error) {
-            let shown = rustls::Error::InvalidCertificate(problem.clone());
-            let roots = tls
-                .root_cert
-                .as_ref()
-                .map_or_else(String::new, |path| path.display().to_string());
-            match problem {
-                CertificateError::NotValidForName
-                | CertificateError::NotValidForNameContext { .. } => {
-                    format!(
-                        "TLS certificate check (host name) failed: the server's certificate does \
-                         not name the host connected to ({shown}); sslmode={} checks the host \
-                         name: connect by a name the certificate carries",
-                        tls.mode.as_str()
-                    )
-                }
-                CertificateError::UnknownIssuer | CertificateError::BadSignature => format!(
-                    "TLS certificate check (chain) failed: the server's certificate is not \
-                     signed by a CA of sslrootcert {roots} ({shown}); sslmode={}",
-                    tls.mode.as_str()
-                ),
-                _ => format!(
-                    "TLS certificate check failed ({shown}); sslmode={}",
-                    tls.mode.as_str()
-                ),
-            }
-        } else {
-            text
-        };
-        self.unavailable(reason)
-    }
-
     /// How far past the server's clock a grant raises the marks of a stale row (see
     /// [`granted_marks`]), ms: the TTL (the longest a lost renewal extended a lease) and
     /// twice `max_skew` (the old primary's clock against this one's, each within `max_skew`
@@ -554,78 +129,6 @@ impl PostgresCoordinator {
     /// The owner token this coordinator writes into the rows it holds.
     pub fn owner(&self) -> &str {
         &self.owner
-    }
-
-    /// `COORDINATOR_UNAVAILABLE` with `error`'s text scrubbed of the password: the `postgres`
-    /// crate's errors (and the server's) may echo connection settings.
-    fn unavailable(&self, error: impl std::fmt::Display) -> LeaseError {
-        let secrets = self
-            .config
-            .get_password()
-            .map(crate::secrets::password_forms)
-            .unwrap_or_default();
-        LeaseError::unavailable(
-            &self.redacted_uri,
-            crate::secrets::scrub(&error.to_string(), &secrets),
-        )
-    }
-
-    /// Runs `work` on a connection, reconnecting once if the connection was broken.
-    fn with_client<T>(
-        &mut self,
-        mut work: impl FnMut(&mut Client, &str) -> Result<T, postgres::Error>,
-    ) -> Result<T, LeaseError> {
-        if self.client.as_ref().is_none_or(|client| client.is_closed()) {
-            self.client = None;
-            let mut client = self.connect()?;
-            let timeout_ms = self.patience().as_millis();
-            client
-                .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
-                .map_err(|error| self.unavailable(error))?;
-            self.client = Some(client);
-        }
-        let table = self.table.clone();
-        let (patience, cancel_tls) = (self.patience(), self.cancel_tls.clone());
-        let Some(client) = self.client.as_mut() else {
-            return Err(self.unavailable("no connection"));
-        };
-        // statement_timeout does not end every wait: a commit waiting for a synchronous
-        // standby ignores it. The client cancels whatever runs past the patience, and a
-        // statement it had to cancel never counts, whatever the server answered: a commit
-        // whose wait for the standby is cancelled reports success, unreplicated.
-        self.sync_rep_notice.store(false, Ordering::Relaxed);
-        let watchdog = Watchdog::arm(client.cancel_token(), cancel_tls, patience);
-        let result = work(client, &table);
-        if watchdog.fired() {
-            self.client = None;
-            let cause = if self.sync_rep_notice.load(Ordering::Relaxed) {
-                "; the commit was waiting for a synchronous standby to confirm it: check \
-                 synchronous_standby_names on the server (a promoted replica keeps it) and that \
-                 a standby it names is connected"
-            } else {
-                "; if it was a commit, a synchronous standby may not be confirming it \
-                 (synchronous_standby_names)"
-            };
-            return Err(self.unavailable(format!(
-                "no answer within {} ms: the statement was cancelled{cause}",
-                patience.as_millis()
-            )));
-        }
-        match result {
-            Ok(value) => Ok(value),
-            Err(error) => {
-                if client.is_closed() {
-                    self.client = None;
-                }
-                Err(self.unavailable(error))
-            }
-        }
-    }
-
-    /// How long one request may take: half the TTL (at least 200 ms), so that a renewal that
-    /// fails still leaves time for another before the lease ends.
-    fn patience(&self) -> Duration {
-        (self.ttl / 2).max(Duration::from_millis(200))
     }
 
     fn ensure_schema(&mut self, layout: &Layout) -> Result<(), LeaseError> {
@@ -662,8 +165,7 @@ impl PostgresCoordinator {
         Ok(())
     }
 
-    /// The record of a row; `leased_before`: the row was granted before the grant at hand
-    /// (its first grant wrote an empty record, so all-NULL columns mean lost marks).
+    /// The record of a row (see [`columns::state_of`]), named by its table and key.
     fn state_of(
         &self,
         row: &Row,
@@ -674,67 +176,8 @@ impl PostgresCoordinator {
             "{} table {} row (app={}, worker_id={worker_id})",
             self.redacted_uri, self.table, self.app
         );
-        let fingerprint: Option<i64> = row.get("layout_fingerprint");
-        let clock_seq: Option<i32> = row.get("clock_seq");
-        let marks: Option<Vec<Option<i64>>> = row.get("high_water_ms");
-        let (fingerprint, clock_seq, marks) =
-            match (fingerprint, clock_seq, marks) {
-                (None, None, None) if leased_before => {
-                    return Err(LeaseError::corrupt(
-                        location,
-                        "the row was leased before (epoch > 0) but its state record is NULL: its \
-                     high-water marks were lost (a reset or restored row?); see the README's \
-                     restore procedure",
-                    ))
-                }
-                (None, None, None) => return Ok(None),
-                (Some(f), Some(c), Some(m)) => (f, c, m),
-                _ => return Err(LeaseError::corrupt(
-                    location,
-                    "layout_fingerprint, clock_seq and high_water_ms must be all set or all NULL",
-                )),
-            };
-        let clock_seq = u64::try_from(clock_seq).map_err(|_| {
-            LeaseError::corrupt(location.clone(), format!("negative clock_seq {clock_seq}"))
-        })?;
-        if marks.len() != MAX_CLOCK_SEQS {
-            return Err(LeaseError::corrupt(
-                location,
-                format!(
-                    "high_water_ms: expected {MAX_CLOCK_SEQS} entries, found {}",
-                    marks.len()
-                ),
-            ));
-        }
-        if fingerprint == 0 && marks.iter().all(Option::is_none) {
-            // The empty record of a first grant (fingerprint 0): never used, any layout may
-            // start here.
-            return Ok(None);
-        }
-        let mut high_water_ms = [None; MAX_CLOCK_SEQS];
-        for (slot, mark) in high_water_ms.iter_mut().zip(marks) {
-            if let Some(ms) = mark {
-                *slot = Some(u64::try_from(ms).map_err(|_| {
-                    LeaseError::corrupt(location.clone(), format!("negative high-water mark {ms}"))
-                })?);
-            }
-        }
-        Ok(Some(State {
-            // Stored as its two's-complement bit pattern (bigint is signed).
-            layout_fingerprint: fingerprint as u64,
-            worker_id,
-            clock_seq,
-            high_water_ms,
-        }))
+        columns::state_of(row, &location, worker_id, leased_before)
     }
-}
-
-fn marks_of(state: &State) -> Vec<Option<i64>> {
-    state
-        .high_water_ms
-        .iter()
-        .map(|mark| mark.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX)))
-        .collect()
 }
 
 impl Coordinator for PostgresCoordinator {

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use super::{PgTls, PostgresCoordinator, SslMode};
+use super::tls::{PgTls, SslMode};
+use super::PostgresCoordinator;
 use crate::uri::{common, invalid, owner_token, parse, percent_decode, Common, Parts, Target};
 use crate::uri::{DEFAULT_TABLE, DEFAULT_TTL};
 use crate::LeaseError;

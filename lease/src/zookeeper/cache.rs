@@ -19,7 +19,6 @@
 //! of the same identity with the same cache is refused instead of issuing under the same
 //! worker id.
 
-use std::fs::{OpenOptions, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -151,22 +150,9 @@ impl ZooKeeperCoordinator {
             return Ok(());
         };
         let path = lock_path(path);
-        let fail = |error: std::io::Error| {
-            self.unavailable(format!("cache lock {}: {error}", path.display()))
-        };
-        let file = private_fs::private(
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false),
-            0o600,
-        )
-        .open(&path)
-        .map_err(fail)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
+        let file = match private_fs::open_lock_file(&path, 0o600) {
+            Ok(Some(file)) => file,
+            Ok(None) => {
                 return Err(self.unavailable(format!(
                     "the cache lock {} is held by another process: server identity {} is \
                      already running with this cache (one process per identity)",
@@ -174,8 +160,11 @@ impl ZooKeeperCoordinator {
                     self.identity
                 )))
             }
-            Err(TryLockError::Error(error)) => return Err(fail(error)),
-        }
+            Err(failed) => {
+                let error = failed.error;
+                return Err(self.unavailable(format!("cache lock {}: {error}", path.display())));
+            }
+        };
         self.cache_lock = Some(file);
         Ok(())
     }

@@ -48,6 +48,15 @@ struct Store {
     timeline: u64,
 }
 
+/// Who says it holds a worker id, in a renewal, a check or a release: the holder's life, the
+/// worker id, and (`Files`) the identity of the lock file it locked.
+#[derive(Clone, Copy, Debug)]
+pub struct Claim {
+    pub key: Key,
+    pub worker: u64,
+    pub lock_file: Option<u64>,
+}
+
 /// What a request came back with.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Answer {
@@ -189,43 +198,34 @@ impl Coordinator {
         }
     }
 
-    /// Whether `key` still holds `worker` as far as it can tell: its row (owner, current
+    /// Whether the claim still holds as far as its holder can tell: its row (owner, current
     /// timeline), or its lock file still at the path.
-    fn holds(
-        &self,
-        key: Key,
-        worker: u64,
-        lock_file: Option<u64>,
-        mechanisms: &Mechanisms,
-    ) -> bool {
-        let row = &self.store.rows[worker as usize];
+    fn holds(&self, claim: Claim, mechanisms: &Mechanisms) -> bool {
+        let row = &self.store.rows[claim.worker as usize];
+        let owner = row.owner == Some(claim.key);
         match self.kind {
-            Kind::Rows => row.owner == Some(key) && !(mechanisms.failover_fence && self.stale(row)),
+            Kind::Rows => owner && !(mechanisms.failover_fence && self.stale(row)),
             // The lock file at the path is the one the holder locked (it still holds that
             // lock: nobody else can have taken it).
-            Kind::Files => {
-                !mechanisms.lock_file_check || row.lock_file == lock_file && row.owner == Some(key)
-            }
+            Kind::Files => !mechanisms.lock_file_check || row.lock_file == claim.lock_file && owner,
         }
     }
 
     /// `Coordinator::renew`: extends the lease and stores the record.
     pub fn renew(
         &mut self,
-        key: Key,
-        worker: u64,
-        lock_file: Option<u64>,
+        claim: Claim,
         state: State,
         server_ms: u64,
         real_ms: u64,
         mechanisms: &Mechanisms,
     ) -> Answer {
-        if !self.holds(key, worker, lock_file, mechanisms) {
+        if !self.holds(claim, mechanisms) {
             return Answer::Lost;
         }
         let ttl_ms = self.ttl_ms();
         let timeline = self.store.timeline;
-        let row = &mut self.store.rows[worker as usize];
+        let row = &mut self.store.rows[claim.worker as usize];
         row.expires_ms = server_ms + ttl_ms;
         row.state = Some(state);
         row.timeline = timeline;
@@ -234,34 +234,26 @@ impl Coordinator {
     }
 
     /// `Coordinator::check`: the cheap local check between renewals (`file://` only).
-    pub fn check(
-        &self,
-        key: Key,
-        worker: u64,
-        lock_file: Option<u64>,
-        mechanisms: &Mechanisms,
-    ) -> bool {
-        self.kind == Kind::Rows || self.holds(key, worker, lock_file, mechanisms)
+    pub fn check(&self, claim: Claim, mechanisms: &Mechanisms) -> bool {
+        self.kind == Kind::Rows || self.holds(claim, mechanisms)
     }
 
     /// `Coordinator::release`: stores the record (if given) and gives the worker id back.
     pub fn release(
         &mut self,
-        key: Key,
-        worker: u64,
-        lock_file: Option<u64>,
+        claim: Claim,
         state: Option<State>,
         real_ms: u64,
         mechanisms: &Mechanisms,
     ) -> Answer {
-        if !self.holds(key, worker, lock_file, mechanisms) {
+        if !self.holds(claim, mechanisms) {
             return Answer::Lost;
         }
-        let row = &mut self.store.rows[worker as usize];
+        let row = &mut self.store.rows[claim.worker as usize];
         if let Some(state) = state {
             row.state = Some(state);
         }
-        if row.owner == Some(key) {
+        if row.owner == Some(claim.key) {
             row.owner = None;
             row.expires_ms = 0;
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clockflake::{Field, Layout, State};
 use clockflake_lease::protocol;
 
-use crate::coordinator::{Answer, Coordinator, Key, Kind};
+use crate::coordinator::{Answer, Claim, Coordinator, Key, Kind};
 use crate::holder::{Holder, Phase, Refusal, Turn};
 use crate::rng::Rng;
 use crate::{Assumption, Mechanisms};
@@ -63,15 +63,19 @@ enum Message {
         generation: u64,
         request: Request,
     },
-    /// An answer reaching a holder; `None`: the request failed (the server died, a timeout).
-    ToHolder {
-        holder: usize,
-        key: Key,
-        kind: ReplyTo,
-        answer: Option<Answer>,
-        applied_ms: u64,
-        skew_ms: i64,
-    },
+    /// An answer reaching a holder.
+    ToHolder(Reply),
+}
+
+/// An answer on its way to a holder; `answer` `None`: the request failed (the server died, a
+/// timeout).
+struct Reply {
+    holder: usize,
+    key: Key,
+    kind: ReplyTo,
+    answer: Option<Answer>,
+    applied_ms: u64,
+    skew_ms: i64,
 }
 
 #[derive(Clone, Copy)]
@@ -371,8 +375,15 @@ impl World {
         let key = self.holders[holder].key;
         if self.lost(holder) {
             // Lost on the way: the holder's client times out.
-            let kind = reply_kind(&request);
-            self.reply(holder, key, kind, None, 0, 0, true);
+            let failed = Reply {
+                holder,
+                key,
+                kind: reply_kind(&request),
+                answer: None,
+                applied_ms: 0,
+                skew_ms: 0,
+            };
+            self.reply(failed, true);
             return;
         }
         let at = now + self.delay();
@@ -393,32 +404,15 @@ impl World {
         self.real_ms < self.holders[holder].partitioned_until_ms || self.rng.chance(10)
     }
 
-    /// Sends `holder` an answer (`None`: the request failed). A `lost` one never arrives: the
-    /// holder's client gives up half the TTL later, with no answer.
-    fn reply(
-        &mut self,
-        holder: usize,
-        key: Key,
-        kind: ReplyTo,
-        answer: Option<Answer>,
-        applied_ms: u64,
-        skew_ms: i64,
-        lost: bool,
-    ) {
+    /// Sends an answer to its holder. A `lost` one never arrives: the holder's client gives up
+    /// half the TTL later, with no answer.
+    fn reply(&mut self, reply: Reply, lost: bool) {
         let (at, answer) = if lost {
             (self.real_ms + self.ttl_ms / 2, None)
         } else {
-            (self.real_ms + self.delay(), answer)
+            (self.real_ms + self.delay(), reply.answer)
         };
-        let message = Message::ToHolder {
-            holder,
-            key,
-            kind,
-            answer,
-            applied_ms,
-            skew_ms,
-        };
-        self.send(at, message);
+        self.send(at, Message::ToHolder(Reply { answer, ..reply }));
     }
 
     fn start(&mut self, holder: usize) {
@@ -499,35 +493,27 @@ impl World {
                 };
                 let skew_ms = self.holders[holder].wall_offset_ms - self.server_offset_ms;
                 let lost = self.lost(holder);
-                self.reply(holder, key, kind, answer, applied_ms, skew_ms, lost);
+                let reply = Reply {
+                    holder,
+                    key,
+                    kind,
+                    answer,
+                    applied_ms,
+                    skew_ms,
+                };
+                self.reply(reply, lost);
             }
-            Message::ToHolder {
-                holder,
-                key,
-                kind,
-                answer,
-                applied_ms,
-                skew_ms,
-            } => {
-                let paused_until = self.holders[holder].paused_until_ms;
+            Message::ToHolder(reply) => {
+                let paused_until = self.holders[reply.holder].paused_until_ms;
                 if self.real_ms < paused_until {
-                    self.send(
-                        paused_until,
-                        Message::ToHolder {
-                            holder,
-                            key,
-                            kind,
-                            answer,
-                            applied_ms,
-                            skew_ms,
-                        },
-                    );
+                    // Read once the holder runs again.
+                    self.send(paused_until, Message::ToHolder(reply));
                     return;
                 }
-                if self.holders[holder].key != key {
+                if self.holders[reply.holder].key != reply.key {
                     return; // an earlier life's answer
                 }
-                self.answered(holder, kind, answer, applied_ms, skew_ms);
+                self.answered(reply);
             }
         }
     }
@@ -537,6 +523,11 @@ impl World {
         let server = self.server_ms();
         let local = self.holders[holder].wall_ms(real);
         let mechanisms = self.mechanisms;
+        let claim = |worker, lock_file| Claim {
+            key,
+            worker,
+            lock_file,
+        };
         match request {
             Request::Acquire => self
                 .coordinator
@@ -553,14 +544,14 @@ impl World {
                 ..
             } => self
                 .coordinator
-                .renew(key, worker, lock_file, state, server, real, &mechanisms),
+                .renew(claim(worker, lock_file), state, server, real, &mechanisms),
             Request::Release {
                 worker,
                 lock_file,
                 state,
             } => self
                 .coordinator
-                .release(key, worker, lock_file, state, real, &mechanisms),
+                .release(claim(worker, lock_file), state, real, &mechanisms),
         }
     }
 
@@ -572,14 +563,15 @@ impl World {
         }
     }
 
-    fn answered(
-        &mut self,
-        holder: usize,
-        kind: ReplyTo,
-        answer: Option<Answer>,
-        applied_ms: u64,
-        skew_ms: i64,
-    ) {
+    fn answered(&mut self, reply: Reply) {
+        let Reply {
+            holder,
+            kind,
+            answer,
+            applied_ms,
+            skew_ms,
+            ..
+        } = reply;
         let key = self.holders[holder].key;
         let layout = self.layout;
         match (kind, answer) {
@@ -704,11 +696,12 @@ impl World {
                 let h = &mut self.holders[holder];
                 let key = h.key;
                 let Some(lease) = h.lease() else { return };
-                let (worker, lock_file) = (lease.worker_id, lease.lock_file);
-                if !self
-                    .coordinator
-                    .check(key, worker, lock_file, &self.mechanisms)
-                {
+                let claim = Claim {
+                    key,
+                    worker: lease.worker_id,
+                    lock_file: lease.lock_file,
+                };
+                if !self.coordinator.check(claim, &self.mechanisms) {
                     self.log(|| format!("holder {holder}: its lock file is gone: lease lost"));
                     self.holders[holder].phase = Phase::Idle;
                 }
