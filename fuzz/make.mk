@@ -6,7 +6,11 @@
 #   make test-fuzz   every fuzz target over its committed corpus, each input once (part of make
 #                    test): deterministic. Exploring in make test was not: two runs with one
 #                    seed differed (libFuzzer's compare tracing sees addresses), and the second
-#                    found a leak the first did not; `make fuzz` explores
+#                    found a leak the first did not; `make fuzz` explores. The replay needs no
+#                    coverage instrumentation (libFuzzer runs a corpus once with -runs=0), so it
+#                    is a stable debug build (overflow checks and debug assertions on) in the
+#                    main target directory, sharing the dependencies the other suites built,
+#                    not cargo-fuzz's nightly AddressSanitizer build (several minutes more)
 #   make fuzz        every fuzz target for FUZZ_SECONDS each (default 300), new inputs kept in
 #                    fuzz/target/corpus/TARGET (ignored); crashes land in fuzz/artifacts/TARGET
 #   make fuzz-TARGET one target, as make fuzz
@@ -15,15 +19,13 @@
 FUZZ_DIR := $(ROOT)/fuzz
 FUZZ_TARGETS := id layout_name public_text state_record lease_uri server_query server_body \
   server_config
-FUZZ_RUNS ?= 100000
-FUZZ_SEED ?= 1
 FUZZ_SECONDS ?= 300
 # Release with debug assertions (overflow checks on), AddressSanitizer; the server's targets
 # are a cargo feature of the fuzz crate, always built here.
 FUZZ_CARGO := cd $(FUZZ_DIR) && $(CARGO) +nightly fuzz
 FUZZ_FLAGS := -a --features server
 
-.PHONY: setup-nightly setup-fuzz test-loom test-miri test-fuzz fuzz build-fuzz
+.PHONY: setup-nightly setup-fuzz test-loom test-miri test-fuzz fuzz build-fuzz build-fuzz-replay
 
 setup-nightly:
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
@@ -55,17 +57,23 @@ build-fuzz: setup-fuzz
 	rustfmt --check --edition 2021 $(FUZZ_DIR)/fuzz_targets/*.rs
 	$(FUZZ_CARGO) build $(FUZZ_FLAGS)
 
-# New inputs go to a temporary directory, never into the committed corpus.
-test-fuzz: build-fuzz
-	@set -e; scratch=$$(mktemp -d /tmp/clockflake-fuzz.XXXXXX); trap 'rm -rf '"$$scratch" EXIT; \
+# fuzz/Cargo.lock pins the main workspace's versions (plus libFuzzer's own crates), so that the
+# replay build shares the main target directory's dependencies.
+build-fuzz-replay: setup-rust
+	rustfmt --check --edition 2021 $(FUZZ_DIR)/fuzz_targets/*.rs
+	cd $(FUZZ_DIR) && CARGO_TARGET_DIR=$(ROOT)/target $(CARGO) build -q --locked --features server --bins
+
+# A failing input is reported, and libFuzzer copies it to fuzz/artifacts/TARGET.
+test-fuzz: build-fuzz-replay
+	@set -e; logs=$$(mktemp -d /tmp/clockflake-fuzz.XXXXXX); trap 'rm -rf '"$$logs" EXIT; \
 	for target in $(FUZZ_TARGETS); do \
-	  mkdir -p $$scratch/$$target; \
-	  if ! ($(FUZZ_CARGO) run $(FUZZ_FLAGS) $$target $$scratch/$$target corpus/$$target -- \
-	      -runs=0 -seed=$(FUZZ_SEED)) >$$scratch/$$target.log 2>&1; then \
-	    tail -n 60 $$scratch/$$target.log; \
+	  mkdir -p $(FUZZ_DIR)/artifacts/$$target; \
+	  if ! $(ROOT)/target/debug/$$target -runs=0 -artifact_prefix=$(FUZZ_DIR)/artifacts/$$target/ \
+	      $(FUZZ_DIR)/corpus/$$target >$$logs/$$target.log 2>&1; then \
+	    tail -n 60 $$logs/$$target.log; \
 	    echo "fuzz target $$target failed: the input is in fuzz/artifacts/$$target"; exit 1; \
 	  fi; \
-	  grep -E '^Done' $$scratch/$$target.log | sed "s/^/$$target: /"; \
+	  grep -E '^Done' $$logs/$$target.log | sed "s/^/$$target: /"; \
 	done
 
 fuzz-%: build-fuzz

@@ -465,6 +465,7 @@ impl Generator {
 
     /// [`Generator::next_block_at`] at the time `now` gives, which may refuse with an error of
     /// its own type, as in [`Generator::try_next_id_from`].
+    #[inline]
     pub fn try_next_block_from<E: From<Error>>(
         &self,
         mut now: impl FnMut() -> Result<u64, E>,
