@@ -17,6 +17,9 @@ TEST_TARGETS :=
 BENCH_TARGETS :=
 DIST_TARGETS :=
 DIST_DIR := $(ROOT)/dist
+# The host's triple. napi build always passes --target, so the Python extension is built for it
+# too: the two bindings then share their release dependencies in target/$(HOST_TARGET)/release.
+HOST_TARGET := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 # Every crate is linted with the same flags: `$(CARGO) clippy -p CRATE $(CLIPPY_FLAGS)`.
 CLIPPY_FLAGS := --no-deps --all-targets -- -D warnings
 

@@ -68,7 +68,6 @@ lint-js: setup-biome
 # which compares the API's errors with them. Release build for the host target, as napi build
 # makes the addon: it reuses those artifacts instead of compiling the lease crate's
 # dependencies a second time.
-HOST_TARGET := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 
 core-errors-node: setup-rust
 	@mkdir -p $(NODE_DIR)/pkg

@@ -34,8 +34,10 @@ setup-python:
 	  || $(PY_BIN) -m pip install -q $(PY_DEV_DEPS)
 
 # The extension, optimised, installed into the virtualenv (editable: python/clockflake is the source).
+# Built for $(HOST_TARGET) explicitly, as napi builds the Node addon: they share the dependencies.
 build-python: setup-python
-	VIRTUAL_ENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target $(PY_VENV)/bin/maturin develop -q --release -m $(PY_DIR)/Cargo.toml
+	VIRTUAL_ENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target $(PY_VENV)/bin/maturin develop -q --release \
+	  --target $(HOST_TARGET) -m $(PY_DIR)/Cargo.toml
 
 # The package's LICENSE files are copies of the root's (maturin takes no file from above the package).
 lint-python: setup-python
@@ -61,7 +63,7 @@ test-python: build-python lint-python setup-faketime
 
 # The artifacts as a user installs them (scripts/dist-python.sh builds the wheel in target/dist).
 test-python-dist: setup-python
-	VENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target bash $(PY_DIR)/scripts/smoke.sh
+	VENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target HOST_TARGET=$(HOST_TARGET) bash $(PY_DIR)/scripts/smoke.sh
 
 dist-python: setup-python setup-mingw
 	VENV=$(PY_VENV) bash $(ROOT)/scripts/dist-python.sh $(DIST_DIR)

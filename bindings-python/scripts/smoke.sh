@@ -4,8 +4,8 @@
 #   1. the release wheel for linux x86_64 (manylinux2014), built by scripts/dist-python.sh (which
 #      checks it with auditwheel and against the size budget), into Python 3.10, 3.11, 3.12 and 3.13;
 #   2. the sdist, built from source by pip (maturin through the PEP 517 backend) into one virtualenv.
-# VENV: the virtualenv of `make setup-python`; CARGO_TARGET_DIR lets the sdist build reuse the
-# compiled dependencies (the wheel has its own, target/dist).
+# VENV: the virtualenv of `make setup-python`; CARGO_TARGET_DIR and HOST_TARGET let the sdist build
+# reuse the compiled dependencies (the wheel has its own, target/dist).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${VENV:-$ROOT/.venv}
@@ -57,5 +57,8 @@ for file in LICENSE-MIT LICENSE-APACHE README.md pyproject.toml; do
   grep -qx "clockflake-$VERSION/$file" <<<"$listing" || { echo "smoke: no $file in $sdist" >&2; exit 1; }
 done
 "$PYTHON" -m venv "$WORK/from-sdist"
-"$WORK/from-sdist/bin/python" -m pip install -q --disable-pip-version-check "$sdist"
+# For the host's triple explicitly (maturin reads CARGO_BUILD_TARGET), as make build-python builds:
+# the same dependencies, already compiled in CARGO_TARGET_DIR.
+CARGO_BUILD_TARGET=${HOST_TARGET:-} "$WORK/from-sdist/bin/python" -m pip install -q \
+  --disable-pip-version-check "$sdist"
 check "$WORK/from-sdist"
