@@ -13,11 +13,13 @@ CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: build-wasm setup-wasm-bindgen setup-wasm-npm setup-wasm-chromium test-wasm bench-wasm serve-wasm serve demo-wasm
 
-# The CLI must be exactly the crate's wasm-bindgen version.
+# The CLI must be exactly the crate's wasm-bindgen version. Built unoptimised (--debug), the
+# longest install of a fresh machine compiles in about half the time (100 s against 194 s here,
+# one after the other) and writes the same files, in 0.1 s instead of 0.03 s for this module.
 setup-wasm-bindgen:
 	@if [ "$$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $(WASM_BINDGEN_VERSION)" ]; then \
 	  echo "installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION)"; \
-	  $(CARGO) install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION); \
+	  $(CARGO) install --debug wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION); \
 	fi
 
 # npm ci only when the committed lock differs from what was installed last.
