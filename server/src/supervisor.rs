@@ -134,7 +134,10 @@ impl Supervisor {
                 },
                 "",
             ),
-            Some(error) if error.code() == "LEASE_LOST" => (error, ""),
+            Some(
+                error @ (LeaseError::LeaseLost { .. }
+                | LeaseError::Core(clockflake::Error::LeaseLost)),
+            ) => (error, ""),
             Some(error) => (error, "no worker id leased: "),
         };
         let mut refusal = ApiError::from(error);
