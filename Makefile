@@ -3,7 +3,9 @@
 #   make test   every test suite of every part
 #   make dist   every release artifact into dist/ (not part of make test)
 # Each part adds its own targets in its folder's make.mk: it appends to DEMO_TARGETS,
-# TEST_TARGETS, BENCH_TARGETS and DIST_TARGETS, so parts never edit each other's rules.
+# TEST_TARGETS (and LAST_TEST_TARGETS), CHECK_TARGETS (and FIRST_CHECK_TARGETS), SETUP_TARGETS,
+# SETUP_TOOL_TARGETS, DEBIAN_PACKAGES, BENCH_TARGETS and DIST_TARGETS, so parts never edit each
+# other's rules.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -13,17 +15,34 @@ CARGO ?= cargo
 PYTHON ?= python3
 
 DEMO_TARGETS :=
+# make test's suites: what starts a real server, reads a clock, waits on a timeout or makes load.
 TEST_TARGETS :=
+# Suites that run an artifact the checks build (FIRST_CHECK_TARGETS): after every other suite.
+LAST_TEST_TARGETS :=
+# make test's checks: deterministic CPU work that needs none of that (Miri, loom, the simulation,
+# the fuzz replay, cross builds); they run beside the suites. The artifacts LAST_TEST_TARGETS
+# run are built first.
+FIRST_CHECK_TARGETS :=
+CHECK_TARGETS :=
+# make test's installs (virtualenvs, npm packages, toolchains), made before either lane starts.
+SETUP_TARGETS :=
+# Tools built from crates.io for make test, installed beside the other installs.
+SETUP_TOOL_TARGETS :=
+# The Debian packages make test uses (installed without their recommendations).
+DEBIAN_PACKAGES :=
 BENCH_TARGETS :=
 DIST_TARGETS :=
 DIST_DIR := $(ROOT)/dist
 # The host's triple. napi build always passes --target, so the Python extension is built for it
 # too: the two bindings then share their release dependencies in target/$(HOST_TARGET)/release.
 HOST_TARGET := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
-# Every crate is linted with the same flags: `$(CARGO) clippy -p CRATE $(CLIPPY_FLAGS)`.
+# Every crate is linted with the same flags: `$(LINT_CARGO) clippy -p CRATE $(CLIPPY_FLAGS)`.
 CLIPPY_FLAGS := --no-deps --all-targets -- -D warnings
+# The lints (clippy, rustdoc's warnings) build in a target directory of their own: they are make
+# test's checks, and their builds then never wait for the suites' builds, nor the other way round.
+LINT_CARGO := CARGO_TARGET_DIR=$(ROOT)/target/lint $(CARGO)
 
-.PHONY: help demo test bench dist setup-rust demo-core test-core lint-core bench-core vectors dist-crates
+.PHONY: help demo test test-setup test-suites test-checks setup-debian setup-tools bench dist setup-rust demo-core test-core lint-core bench-core vectors dist-crates
 
 help:
 	@echo "make demo   build and print decoded ids from every part"
@@ -41,7 +60,7 @@ setup-rust:
 demo-core: setup-rust
 	$(CARGO) run -q --release -p clockflake --example demo
 
-test-core: setup-rust lint-core
+test-core: setup-rust
 	$(PYTHON) tests/vectors/reference.py --check
 	$(PYTHON) tests/vectors/public_reference.py --check
 	$(CARGO) test -p clockflake --all-features
@@ -49,9 +68,9 @@ test-core: setup-rust lint-core
 
 lint-core: setup-rust
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy -p clockflake $(CLIPPY_FLAGS)
-	$(CARGO) clippy -p clockflake --no-default-features --lib -- -D warnings
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p clockflake --no-deps --all-features
+	$(LINT_CARGO) clippy -p clockflake $(CLIPPY_FLAGS)
+	$(LINT_CARGO) clippy -p clockflake --no-default-features --lib -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(LINT_CARGO) doc -q -p clockflake --no-deps --all-features
 
 bench-core: setup-rust
 	$(CARGO) bench -p clockflake --bench generator -- --noplot
@@ -73,8 +92,43 @@ vectors:
 -include $(sort $(wildcard */make.mk))
 
 demo: demo-core $(DEMO_TARGETS)
-test: test-core $(TEST_TARGETS)
-	@echo "make test: every suite passed"
+
+# make test: every install first (test-setup), then two lanes at once, each one step after
+# another (scripts/test-lanes.sh): the suites (test-core and TEST_TARGETS) at normal priority,
+# printed as they run, and the checks (CHECK_TARGETS) at the lowest CPU and I/O priority, so
+# that they take only the CPU the suites leave idle (a suite mostly waits on its servers) and
+# never slow a suite down; their output is printed when they end. `make test-suites` and
+# `make test-checks` run one lane alone. Concurrency is only ever this explicit: .NOTPARALLEL
+# below keeps `make -jN` from running two suites at once.
+test: test-setup
+	@bash $(ROOT)/scripts/test-lanes.sh "$(MAKE)" $(ROOT)/target/test-checks.log
+	@echo "make test: every suite and check passed"
+test-suites: test-core $(TEST_TARGETS) $(LAST_TEST_TARGETS)
+test-checks: $(FIRST_CHECK_TARGETS) lint-core $(CHECK_TARGETS)
+
+# Every install make test needs, before the lanes start, so that nothing installs twice at once:
+# the tools compiled from crates.io (CPU) beside the rest (downloads): the Debian packages in one
+# apt-get run, then virtualenvs, npm packages and toolchains.
+test-setup: setup-rust
+	@status=0; \
+	$(MAKE) --no-print-directory setup-tools & tools=$$!; \
+	$(MAKE) --no-print-directory setup-debian $(SETUP_TARGETS) || status=$$?; \
+	wait $$tools || status=1; exit $$status
+setup-tools: $(SETUP_TOOL_TARGETS)
+
+# Idempotent: one apt-get run for the packages not installed yet.
+setup-debian:
+	@missing=$$(for p in $(sort $(DEBIAN_PACKAGES)); do \
+	  dpkg-query -W -f '$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing from Debian:" $$missing; \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+	    --no-install-recommends $$missing >/dev/null; \
+	fi
+
+.NOTPARALLEL:
 bench: bench-core $(BENCH_TARGETS)
 dist: $(DIST_TARGETS)
 	@echo "make dist: artifacts in $(DIST_DIR)"; ls -l $(DIST_DIR)

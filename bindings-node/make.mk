@@ -3,7 +3,7 @@
 #   make build-node   release build of the native module (+ generated loader binding.js)
 #   make lint-node    rustfmt + clippy of the native crate
 #   make lint-js      biome over the JS/TS of bindings-node and bindings-wasm
-#   make test-node    lint-node, then node --test: vectors (ids and public ids), API, errors, bad inputs,
+#   make test-node    node --test: vectors (ids and public ids), API, errors, bad inputs,
 #                     1M ids, rollbacks, threads, leases (file://, cluster, worker_threads, PostgreSQL),
 #                     PublicIds, tsc, npm pack
 #   make demo-node    prints a few ids with their decoded fields
@@ -46,7 +46,7 @@ build-js: setup-node build-wasm
 
 lint-node: setup-rust
 	$(CARGO) fmt -p clockflake-node --check
-	$(CARGO) clippy -p clockflake-node $(CLIPPY_FLAGS)
+	$(LINT_CARGO) clippy -p clockflake-node $(CLIPPY_FLAGS)
 
 # Biome lints the JavaScript and TypeScript of bindings-node and bindings-wasm (recommended
 # rules, warnings are errors; its formatter is off: the sources keep their hand formatting).
@@ -75,7 +75,7 @@ core-errors-node: setup-rust
 
 # The PostgreSQL lease tests need a server: a throwaway one in a temp dir (PostgreSQL 15 from apt
 # if missing, as test-lease does), stopped afterwards whatever happens.
-test-node: build-node lint-node lint-js core-errors-node
+test-node: build-node lint-js core-errors-node
 	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-node-pg.XXXXXX); \
 	trap '$(ROOT)/scripts/postgres.sh stop' EXIT; \
 	$(ROOT)/scripts/postgres.sh start; \
@@ -230,5 +230,7 @@ dist-js: build-node build-node-cross check-node-arm64 build-node-windows test-no
 
 DEMO_TARGETS += demo-node
 TEST_TARGETS += test-node test-node-smoke
+CHECK_TARGETS += lint-node
+SETUP_TARGETS += setup-node setup-biome setup-node-smoke
 DIST_TARGETS += dist-js
 BENCH_TARGETS += bench-node

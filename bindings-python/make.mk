@@ -1,8 +1,9 @@
 # clockflake Python package (bindings-python/): pyo3 + maturin, tests with pytest.
 #   make setup-python   virtualenv $(ROOT)/.venv with maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel
 #   make test-python    shared vectors + binding tests (pytest), stubtest, ruff, clippy
-#   make test-python-dist  the release wheel (linux x86_64, manylinux2014) installed into fresh virtualenvs of
-#                       Python 3.10 to 3.13, and the sdist built from source in one: a smoke test from each
+#   make build-python-wheel  the release wheel (linux x86_64, manylinux2014) into target/wheels
+#   make test-python-dist  that wheel installed into fresh virtualenvs of Python 3.10 to 3.13, and
+#                       the sdist built from source in one: a smoke test from each
 #   make dist-python    every wheel this machine builds (linux x86_64/aarch64, manylinux2014 and musllinux_1_2;
 #                       windows x86_64 with mingw-w64, checked but not run) and the sdist, into dist/ (slow,
 #                       about 8 minutes here, and 6 more for the Windows wheel from cold: not part of make
@@ -25,7 +26,7 @@ PY_LINT_PATHS := $(PY_DIR)/python $(PY_DIR)/tests $(PY_DIR)/bench $(PY_DIR)/exam
   $(ROOT)/tests/vectors
 PY_BENCH_DEPS := snowflake-id snowflake-id-toolkit uuid-utils python-ulid
 
-.PHONY: setup-python build-python lint-python test-python test-python-dist dist-python demo-python bench-python
+.PHONY: setup-python build-python build-python-wheel lint-python test-python test-python-dist dist-python demo-python bench-python
 
 # Idempotent: makes the virtualenv only if missing, installs the tools only if one is missing.
 setup-python:
@@ -46,7 +47,7 @@ lint-python: setup-python
 	$(PY_VENV)/bin/ruff check --config $(PY_DIR)/pyproject.toml $(PY_LINT_PATHS)
 	$(PY_VENV)/bin/ruff format --check --config $(PY_DIR)/pyproject.toml $(PY_LINT_PATHS)
 	$(CARGO) fmt -p clockflake-python --check
-	$(CARGO) clippy -p clockflake-python $(CLIPPY_FLAGS)
+	$(LINT_CARGO) clippy -p clockflake-python $(CLIPPY_FLAGS)
 
 # libfaketime (Debian's faketime) for the clock-excursion tests: tests/test_clock_excursion.py
 # here and core/tests/clock_excursion.rs (so test-core needs it too). Idempotent.
@@ -56,14 +57,24 @@ setup-faketime:
 	@test -e $(LIBFAKETIME) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime)
 test-core: setup-faketime
 
-test-python: build-python lint-python setup-faketime
+test-python: build-python setup-faketime
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests
 	cd $(PY_DIR) && $(PY_BIN) -m mypy.stubtest clockflake --allowlist tests/stubtest-allowlist.txt
 	cd $(PY_DIR) && $(PY_BIN) -m mypy --strict tests/typing_check.py
 
-# The artifacts as a user installs them (scripts/dist-python.sh builds the wheel in target/dist).
-test-python-dist: setup-python
-	VENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target HOST_TARGET=$(HOST_TARGET) bash $(PY_DIR)/scripts/smoke.sh
+# The release wheel for linux x86_64 (manylinux2014) into target/wheels, as make dist builds it
+# (scripts/dist-python.sh, in target/dist). One of make test's checks; under a lock, because the
+# suites' test-python-dist may ask for it while the checks build it.
+PY_WHEEL_DIR := $(ROOT)/target/wheels
+build-python-wheel: setup-python
+	@mkdir -p $(PY_WHEEL_DIR)
+	flock $(PY_WHEEL_DIR)/.lock env VENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target/dist \
+	  bash $(ROOT)/scripts/dist-python.sh $(PY_WHEEL_DIR) x86_64-unknown-linux-gnu
+
+# The artifacts as a user installs them: that wheel, and the sdist built from source.
+test-python-dist: build-python-wheel
+	VENV=$(PY_VENV) WHEEL_DIR=$(PY_WHEEL_DIR) CARGO_TARGET_DIR=$(ROOT)/target HOST_TARGET=$(HOST_TARGET) \
+	  bash $(PY_DIR)/scripts/smoke.sh
 
 dist-python: setup-python setup-mingw
 	VENV=$(PY_VENV) bash $(ROOT)/scripts/dist-python.sh $(DIST_DIR)
@@ -84,7 +95,13 @@ bench-python-import: setup-bench-python
 	$(PY_BIN) $(PY_DIR)/bench/import_time.py
 
 DEMO_TARGETS += demo-python
-TEST_TARGETS += test-python test-python-dist
+TEST_TARGETS += test-python
+# test-python-dist installs the wheel the checks build: last, so that they have built it.
+LAST_TEST_TARGETS += test-python-dist
+FIRST_CHECK_TARGETS += build-python-wheel
+CHECK_TARGETS += lint-python
+SETUP_TARGETS += setup-python
+DEBIAN_PACKAGES += faketime
 DIST_TARGETS += dist-python
 BENCH_TARGETS += bench-python
 

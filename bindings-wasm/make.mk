@@ -11,7 +11,7 @@ WASM_OUT := $(ROOT)/target/wasm32-unknown-unknown/wasm-release/clockflake_wasm.w
 WASM_PORT ?= 8737
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: build-wasm setup-wasm-bindgen setup-wasm-npm setup-wasm-chromium test-wasm bench-wasm serve-wasm serve demo-wasm
+.PHONY: build-wasm lint-wasm setup-wasm-bindgen setup-wasm-npm setup-wasm-chromium test-wasm bench-wasm serve-wasm serve demo-wasm
 
 # The CLI must be exactly the crate's wasm-bindgen version. Built unoptimised (--debug), the
 # longest install of a fresh machine compiles in about half the time (100 s against 194 s here,
@@ -41,8 +41,10 @@ build-wasm: setup-rust setup-wasm-bindgen
 	  echo "clockflake_wasm_bg.wasm: $$size bytes ($$(( (size + 1023) / 1024 )) KiB; budget 32 KiB)"; \
 	  test $$size -le 32768 || { echo "over the 32 KiB budget"; exit 1; }
 
+lint-wasm: setup-rust
+	$(LINT_CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown $(CLIPPY_FLAGS)
+
 test-wasm: build-wasm build-js setup-wasm-npm setup-wasm-chromium
-	$(CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown $(CLIPPY_FLAGS)
 	$(CARGO) run -q -p clockflake-wasm --example messages > $(WASM_DIR)/pkg/core-messages.jsonl
 	cd $(WASM_DIR) && node --test --test-reporter=spec tests/node/
 	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node --test --test-reporter=spec tests/browser/
@@ -63,4 +65,8 @@ demo-wasm: build-wasm build-js
 
 DEMO_TARGETS += demo-wasm
 TEST_TARGETS += test-wasm
+CHECK_TARGETS += lint-wasm
+SETUP_TARGETS += setup-wasm-npm
+SETUP_TOOL_TARGETS += setup-wasm-bindgen
+DEBIAN_PACKAGES += chromium
 BENCH_TARGETS += bench-wasm

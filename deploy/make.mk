@@ -64,4 +64,6 @@ dist-deploy: setup-deploy-py
 	  $(DEPLOY)/helm/clockflake-server $(DIST_DIR)
 
 TEST_TARGETS += test-deploy
+SETUP_TARGETS += setup-deploy-py
+DEBIAN_PACKAGES += prometheus
 DIST_TARGETS += dist-deploy

@@ -39,3 +39,4 @@ test-docs: docs build-node
 	$(PY_BIN) $(ROOT)/docs/tools/rooms.py
 
 TEST_TARGETS += test-docs
+SETUP_TARGETS += setup-docs

@@ -27,3 +27,4 @@ test-recipes: build-python build-node setup-recipes setup-biome
 	cd $(RECIPES_JS) && node --test recipes.test.mjs
 
 TEST_TARGETS += test-recipes
+SETUP_TARGETS += setup-recipes

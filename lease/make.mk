@@ -1,13 +1,14 @@
 # clockflake-lease: leased worker ids (issue 6). Included by the top Makefile.
 #   make demo-lease    lease worker ids from a file:// directory in a temp dir, print ids
-#   make test-lease    lint, then every lease test against a throwaway PostgreSQL 15
+#   make test-lease    every lease test against a throwaway PostgreSQL 15
 #                      (installed from apt if missing, stopped afterwards whatever happens)
 #   make bench-lease   start-up latency and per-id cost on every coordinator (file, k8s, env,
 #                      and throwaway PostgreSQL, ZooKeeper, Redis) beside a static generator,
 #                      in one run (BENCHMARKS.md)
+#   make lint-lease    rustfmt, clippy and rustdoc's warnings, and lint-lease-features:
 #   make lint-lease-features   the crate without its default features and with each
-#                      coordinator feature alone: clippy -D warnings on the library, and the
-#                      unit tests without default features (part of lint-lease)
+#                      coordinator feature alone: clippy -D warnings on the library (test-lease
+#                      runs the unit tests without default features)
 #   make test-lease-failover   issue 22's failovers under live holders: a PostgreSQL primary +
 #                      streaming replica (scripts/postgres-ha.sh; async and sync) and a Redis
 #                      primary + replica (scripts/redis-ha.sh), a three-server ZooKeeper ensemble
@@ -24,7 +25,7 @@
 LEASE_PG := $(ROOT)/scripts/postgres.sh
 
 .PHONY: demo-lease test-lease lint-lease lint-lease-features bench-lease test-lease-tls-skew \
-  test-lease-failover check-windows
+  test-lease-failover check-windows setup-windows-targets
 
 demo-lease: setup-rust
 	$(CARGO) run -q -p clockflake-lease --example demo
@@ -34,17 +35,17 @@ LEASE_FEATURE_SETS := "" postgres zookeeper redis k8s
 
 lint-lease-features: setup-rust
 	for features in $(LEASE_FEATURE_SETS); do \
-	  $(CARGO) clippy -q -p clockflake-lease --no-deps --lib --no-default-features \
+	  $(LINT_CARGO) clippy -q -p clockflake-lease --no-deps --lib --no-default-features \
 	    --features "$$features" -- -D warnings || exit 1; \
 	done
-	$(CARGO) test -q -p clockflake-lease --lib --no-default-features
 
 lint-lease: setup-rust lint-lease-features
 	$(CARGO) fmt -p clockflake-lease --check
-	$(CARGO) clippy -p clockflake-lease $(CLIPPY_FLAGS)
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p clockflake-lease --no-deps
+	$(LINT_CARGO) clippy -p clockflake-lease $(CLIPPY_FLAGS)
+	RUSTDOCFLAGS="-D warnings" $(LINT_CARGO) doc -q -p clockflake-lease --no-deps
 
-test-lease: lint-lease
+test-lease: setup-rust
+	$(CARGO) test -q -p clockflake-lease --lib --no-default-features
 	$(CARGO) build -q -p clockflake-lease --tests --bins
 	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-lease-pg.XXXXXX); \
 	trap '$(LEASE_PG) stop' EXIT; \
@@ -73,9 +74,11 @@ test-lease-failover: setup-rust
 	  --test zookeeper_ensemble -- --test-threads 1
 
 WINDOWS_TARGETS := x86_64-pc-windows-gnu x86_64-pc-windows-msvc
-check-windows: setup-rust
+setup-windows-targets: setup-rust
 	@for target in $(WINDOWS_TARGETS); do \
 	  rustup target list --installed | grep -qx $$target || rustup target add $$target; done
+
+check-windows: setup-windows-targets
 	@command -v x86_64-w64-mingw32-gcc >/dev/null || (apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null)
 	CARGO_TARGET_DIR=$(ROOT)/target/windows $(CARGO) clippy -q -p clockflake-lease --no-deps \
@@ -98,7 +101,10 @@ bench-lease: setup-rust
 	$(CARGO) bench -q -p clockflake-lease --bench lease
 
 DEMO_TARGETS += demo-lease
-TEST_TARGETS += test-lease test-lease-tls-skew test-lease-failover check-windows
+TEST_TARGETS += test-lease test-lease-tls-skew test-lease-failover
+CHECK_TARGETS += lint-lease check-windows
+SETUP_TARGETS += setup-windows-targets
+DEBIAN_PACKAGES += gcc-mingw-w64-x86-64
 BENCH_TARGETS += bench-lease
 
 # The deterministic simulation of the lease protocol (lease/tests/simulation/, issue 23): holders
@@ -122,7 +128,7 @@ simulate-long: setup-rust
 	base=$${BASE_SEED:-$$(date +%s)000000}; echo "BASE_SEED=$$base"; \
 	BASE_SEED=$$base SCHEDULES=$${SCHEDULES:-5000000} $(SIMULATION)
 
-TEST_TARGETS += test-simulation
+CHECK_TARGETS += test-simulation
 
 # Loom models of the atomics the id path and the renewal thread share (lease/src/generator/
 # limits.rs, through lease/src/sync.rs): every interleaving of two threads. Built with
@@ -132,4 +138,4 @@ test-lease-loom: setup-rust
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(ROOT)/target/loom $(CARGO) test -q --release \
 	  -p clockflake-lease --no-default-features --lib loom_models
 
-TEST_TARGETS += test-lease-loom
+CHECK_TARGETS += test-lease-loom

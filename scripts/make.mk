@@ -40,6 +40,8 @@ zookeeper-stop:
 	$(ZK_SCRIPT) stop
 
 TEST_TARGETS += test-zookeeper
+# The servers of scripts/*.sh (each script installs its own when run alone).
+DEBIAN_PACKAGES += postgresql-15 openssl zookeeper redis-server redis-tools
 BENCH_TARGETS += bench-zookeeper
 
 # redis:// worker ids (lease/src/redis/) against a real Redis from Debian's `redis-server`,

@@ -2,7 +2,7 @@
 #   make demo-server    start the server on a temp file:// directory and a loopback port,
 #                       fetch a few ids with curl, stop it (part of `make demo`)
 #   make serve-ids      run it by hand: SERVE_LEASE=... SERVE_LISTEN=... (Ctrl-C stops it)
-#   make test-server    lint, then the HTTP API end to end (file://), three servers on one
+#   make test-server    the HTTP API end to end (file://), three servers on one
 #                       PostgreSQL and on one ZooKeeper under wrk load with one frozen past its
 #                       TTL, and SIGTERM under load; PostgreSQL and ZooKeeper are throwaway
 #                       servers in temp dirs, always stopped
@@ -57,9 +57,9 @@ serve-ids: setup-rust
 
 lint-server: setup-rust
 	$(CARGO) fmt -p clockflake-server --check
-	$(CARGO) clippy -p clockflake-server $(CLIPPY_FLAGS)
+	$(LINT_CARGO) clippy -p clockflake-server $(CLIPPY_FLAGS)
 
-test-server: lint-server setup-wrk setup-faketime
+test-server: setup-rust setup-wrk setup-faketime
 	$(CARGO) build -q -p clockflake-server --tests --bins
 	export CLOCKFLAKE_SERVER_REQUIRED=1; \
 	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-server-pg.XXXXXX); \
@@ -154,6 +154,12 @@ bench-server-peers: setup-rust setup-wrk
 	$(PYTHON) scripts/bench-server-peers.py $(ROOT)/target/release/clockflake-server
 
 DEMO_TARGETS += demo-server
-TEST_TARGETS += test-server test-server-schema test-server-image
+TEST_TARGETS += test-server test-server-schema
+# The image test runs the static binary the checks build: last, so that they have built it.
+LAST_TEST_TARGETS += test-server-image
+FIRST_CHECK_TARGETS += build-server-musl-x86_64-unknown-linux-musl
+CHECK_TARGETS += lint-server
+SETUP_TARGETS += setup-server-musl
+DEBIAN_PACKAGES += wrk curl podman runc ca-certificates
 DIST_TARGETS += dist-server
 BENCH_TARGETS += bench-server bench-server-peers

@@ -2,7 +2,8 @@
 # Installs the package as a user would, into fresh virtualenvs outside the source tree, and runs
 # scripts/smoke_check.py from each (import, an id, decode, an error's code, __version__, a file:// lease):
 #   1. the release wheel for linux x86_64 (manylinux2014), built by scripts/dist-python.sh (which
-#      checks it with auditwheel and against the size budget), into Python 3.10, 3.11, 3.12 and 3.13;
+#      checks it with auditwheel and against the size budget) into WHEEL_DIR (make
+#      build-python-wheel; a temp dir when unset), into Python 3.10, 3.11, 3.12 and 3.13;
 #   2. the sdist, built from source by pip (maturin through the PEP 517 backend) into one virtualenv.
 # VENV: the virtualenv of `make setup-python`; CARGO_TARGET_DIR and HOST_TARGET let the sdist build
 # reuse the compiled dependencies (the wheel has its own, target/dist).
@@ -32,8 +33,11 @@ interpreter() {
 }
 
 echo "smoke: the release wheel (linux x86_64, manylinux2014)"
-VENV=$VENV CARGO_TARGET_DIR="$ROOT/target/dist" bash "$ROOT/scripts/dist-python.sh" "$WORK/wheels" x86_64-unknown-linux-gnu
-wheel=$(ls "$WORK"/wheels/clockflake-"$VERSION"-cp310-abi3-manylinux*_x86_64.whl)
+if [ -z "${WHEEL_DIR:-}" ]; then
+  WHEEL_DIR=$WORK/wheels
+  VENV=$VENV CARGO_TARGET_DIR="$ROOT/target/dist" bash "$ROOT/scripts/dist-python.sh" "$WHEEL_DIR" x86_64-unknown-linux-gnu
+fi
+wheel=$(ls "$WHEEL_DIR"/clockflake-"$VERSION"-cp310-abi3-manylinux*_x86_64.whl)
 listing=$(unzip -l "$wheel")
 for file in LICENSE-MIT LICENSE-APACHE; do
   grep -q "dist-info/licenses/$file\$" <<<"$listing" || { echo "smoke: no $file in $wheel" >&2; exit 1; }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# make test's two lanes, side by side (the top Makefile says what goes in each):
+#   scripts/test-lanes.sh MAKE LOG
+# The checks (make test-checks) run in a process group of their own at the lowest CPU and I/O
+# priority, their output into LOG; the suites (make test-suites) run here, in the foreground.
+# When the suites end, the checks are waited for and LOG is printed. Fails when either lane
+# fails; a failed suite stops the checks at once; an interrupt stops both.
+set -uo pipefail
+MAKE=${1:?usage: test-lanes.sh MAKE LOG}
+LOG=${2:?usage: test-lanes.sh MAKE LOG}
+mkdir -p "$(dirname "$LOG")"
+
+# setsid: the checks' group can be stopped as a whole (cargo and its rustc children too).
+setsid nice -n 19 ionice -c 3 -t $MAKE --no-print-directory test-checks >"$LOG" 2>&1 &
+checks=$!
+stop_checks() { kill -TERM -- "-$checks" 2>/dev/null || true; }
+trap 'stop_checks; exit 130' INT TERM
+echo "make test: the checks run beside the suites at low priority; their output: $LOG"
+
+$MAKE --no-print-directory test-suites
+suites=$?
+if [ $suites -ne 0 ]; then
+  stop_checks
+  wait $checks 2>/dev/null
+  echo "make test: a suite failed (the checks were stopped; their output so far: $LOG)"
+  exit $suites
+fi
+
+wait $checks
+status=$?
+echo "---- the checks (make test-checks), as they ran beside the suites ----"
+cat "$LOG"
+echo "---- end of the checks ----"
+if [ $status -ne 0 ]; then
+  echo "make test: a check failed (above)"
+fi
+exit $status
