@@ -24,8 +24,10 @@ LAST_TEST_TARGETS :=
 # run are built first.
 FIRST_CHECK_TARGETS :=
 CHECK_TARGETS :=
-# make test's installs (virtualenvs, npm packages, toolchains), made before either lane starts.
+# make test's installs, made before either lane starts: virtualenvs and npm packages; Rust
+# toolchains and targets (rustup); tools built from crates.io.
 SETUP_TARGETS :=
+SETUP_TOOLCHAIN_TARGETS :=
 # Tools built from crates.io for make test, installed beside the other installs.
 SETUP_TOOL_TARGETS :=
 # The Debian packages make test uses (installed without their recommendations).
@@ -106,14 +108,16 @@ test: test-setup
 test-suites: test-core $(TEST_TARGETS) $(LAST_TEST_TARGETS)
 test-checks: $(FIRST_CHECK_TARGETS) lint-core $(CHECK_TARGETS)
 
-# Every install make test needs, before the lanes start, so that nothing installs twice at once:
-# the tools compiled from crates.io (CPU) beside the rest (downloads): the Debian packages in one
-# apt-get run, then virtualenvs, npm packages and toolchains.
+# Every install make test needs, before the lanes start, so that nothing installs twice at once.
+# Three at a time, as none of them writes where another does: the tools compiled from crates.io;
+# the Debian packages (one apt-get run), then the Rust toolchains and targets; the virtualenvs and
+# npm packages.
 test-setup: setup-rust
 	@status=0; \
 	$(MAKE) --no-print-directory setup-tools & tools=$$!; \
-	$(MAKE) --no-print-directory setup-debian $(SETUP_TARGETS) || status=$$?; \
-	wait $$tools || status=1; exit $$status
+	$(MAKE) --no-print-directory setup-debian $(SETUP_TOOLCHAIN_TARGETS) & system=$$!; \
+	$(MAKE) --no-print-directory $(SETUP_TARGETS) || status=$$?; \
+	wait $$tools || status=1; wait $$system || status=1; exit $$status
 setup-tools: $(SETUP_TOOL_TARGETS)
 
 # Idempotent: one apt-get run for the packages not installed yet.

@@ -22,7 +22,7 @@ NODE_DIR := $(ROOT)/bindings-node
 # back: the registry reachable here lacks some platform builds of their newest releases, and
 # `npm ci` refuses a lock file that cannot list every optional platform package.
 
-.PHONY: setup-node setup-biome build-node build-js lint-node lint-js core-errors-node test-node demo-node bench-node bench-node-lone setup-bench-node setup-node-smoke test-node-smoke dist-js setup-zig build-node-cross setup-qemu-arm64 check-node-arm64
+.PHONY: setup-node setup-biome build-node build-js lint-node lint-js core-errors-node test-node demo-node bench-node bench-node-lone setup-bench-node setup-node-smoke setup-node-smoke-npm test-node-smoke dist-js setup-zig build-node-cross setup-qemu-arm64 check-node-arm64
 
 setup-node:
 	@command -v node >/dev/null && command -v npm >/dev/null \
@@ -102,7 +102,8 @@ bench-node-lone: build-node setup-bench-node
 
 # Bun and Deno come from the npm packages that carry their binaries, Vite, esbuild and
 # playwright-core (driving /usr/bin/chromium: never a browser download) from smoke/'s lock.
-setup-node-smoke: setup-node setup-wasm-chromium
+setup-node-smoke: setup-node-smoke-npm setup-wasm-chromium
+setup-node-smoke-npm: setup-node
 	@cd $(NODE_DIR)/smoke && if ! cmp -s package-lock.json node_modules/.installed-lock.json; then \
 	  npm ci --no-audit --no-fund && cp package-lock.json node_modules/.installed-lock.json; fi
 
@@ -231,6 +232,6 @@ dist-js: build-node build-node-cross check-node-arm64 build-node-windows test-no
 DEMO_TARGETS += demo-node
 TEST_TARGETS += test-node test-node-smoke
 CHECK_TARGETS += lint-node
-SETUP_TARGETS += setup-node setup-biome setup-node-smoke
+SETUP_TARGETS += setup-node setup-biome setup-node-smoke-npm
 DIST_TARGETS += dist-js
 BENCH_TARGETS += bench-node

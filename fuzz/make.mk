@@ -87,4 +87,4 @@ fuzz-%: build-fuzz
 fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 
 CHECK_TARGETS += test-loom test-miri test-fuzz
-SETUP_TARGETS += setup-nightly
+SETUP_TOOLCHAIN_TARGETS += setup-nightly

@@ -103,7 +103,7 @@ bench-lease: setup-rust
 DEMO_TARGETS += demo-lease
 TEST_TARGETS += test-lease test-lease-tls-skew test-lease-failover
 CHECK_TARGETS += lint-lease check-windows
-SETUP_TARGETS += setup-windows-targets
+SETUP_TOOLCHAIN_TARGETS += setup-windows-targets
 DEBIAN_PACKAGES += gcc-mingw-w64-x86-64
 BENCH_TARGETS += bench-lease
 

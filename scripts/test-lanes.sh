@@ -3,6 +3,9 @@
 #   scripts/test-lanes.sh MAKE LOG
 # The checks (make test-checks) run in a process group of their own at the lowest CPU and I/O
 # priority, their output into LOG; the suites (make test-suites) run here, in the foreground.
+# A process group, not a session (setsid): Linux schedules each session as a group of its own
+# (autogroup), and two groups share the CPU equally whatever their nice values, so the checks
+# must stay in the suites' session for nice 19 to give the suites the CPU first.
 # When the suites end, the checks are waited for and LOG is printed. Fails when either lane
 # fails; a failed suite stops the checks at once; an interrupt stops both.
 set -uo pipefail
@@ -10,9 +13,12 @@ MAKE=${1:?usage: test-lanes.sh MAKE LOG}
 LOG=${2:?usage: test-lanes.sh MAKE LOG}
 mkdir -p "$(dirname "$LOG")"
 
-# setsid: the checks' group can be stopped as a whole (cargo and its rustc children too).
-setsid nice -n 19 ionice -c 3 -t $MAKE --no-print-directory test-checks >"$LOG" 2>&1 &
+# set -m: the checks get a process group of their own, to be stopped as a whole (cargo and its
+# rustc children too).
+set -m
+nice -n 19 ionice -c 3 -t $MAKE --no-print-directory test-checks </dev/null >"$LOG" 2>&1 &
 checks=$!
+set +m
 stop_checks() { kill -TERM -- "-$checks" 2>/dev/null || true; }
 trap 'stop_checks; exit 130' INT TERM
 echo "make test: the checks run beside the suites at low priority; their output: $LOG"

@@ -20,7 +20,7 @@ SERVE_LEASE ?= file://$(ROOT)/target/serve-ids?app=default
 SERVE_LISTEN ?= 127.0.0.1:8080
 
 .PHONY: demo-server serve-ids test-server lint-server bench-server setup-oha setup-wrk setup-curl \
-  setup-server-py test-server-schema setup-server-musl dist-server test-server-image \
+  setup-server-py test-server-schema setup-server-musl setup-musl-targets dist-server test-server-image \
   bench-server-peers
 
 # The load generators; idempotent. wrk (Debian) for the fleet tests and bench-server-peers;
@@ -114,7 +114,8 @@ SERVER_ZIG_DIR := $(ROOT)/target/zig
 SERVER_IMAGE := localhost/clockflake-server
 SERVER_IMAGE_SCRIPT := $(ROOT)/scripts/server-image.sh
 
-setup-server-musl: setup-rust setup-server-py
+setup-server-musl: setup-musl-targets setup-server-py
+setup-musl-targets: setup-rust
 	@for t in $(SERVER_MUSL); do triple=$${t%%:*}; \
 	  rustup target list --installed | grep -qx $$triple || rustup target add $$triple; done
 
@@ -159,7 +160,7 @@ TEST_TARGETS += test-server test-server-schema
 LAST_TEST_TARGETS += test-server-image
 FIRST_CHECK_TARGETS += build-server-musl-x86_64-unknown-linux-musl
 CHECK_TARGETS += lint-server
-SETUP_TARGETS += setup-server-musl
+SETUP_TOOLCHAIN_TARGETS += setup-musl-targets
 DEBIAN_PACKAGES += wrk curl podman runc ca-certificates
 DIST_TARGETS += dist-server
 BENCH_TARGETS += bench-server bench-server-peers
