@@ -17,11 +17,12 @@ setup-docs: setup-python
 	@$(PY_BIN) -c 'import importlib.metadata as m, sys; sys.exit(any(m.version(p) != v for p, v in (d.split("==") for d in sys.argv[1:])))' $(DOCS_DEPS) 2>/dev/null \
 	  || $(PY_BIN) -m pip install -q $(DOCS_DEPS)
 
-# Generated into docs/api/ (ignored by git), so that mkdocs checks the links into them too.
+# Generated into docs/api/ (ignored by git), so that mkdocs checks the links into them too. Rustdoc
+# in the lints' target directory, whose check builds of the dependencies it needs.
 docs-api: setup-docs build-python build-js
 	rm -rf $(DOCS_API) && mkdir -p $(DOCS_API)/rust $(DOCS_API)/python
-	$(CARGO) doc -q -p clockflake -p clockflake-lease --no-deps
-	cp -r $(ROOT)/target/doc/. $(DOCS_API)/rust/
+	$(LINT_CARGO) doc -q -p clockflake -p clockflake-lease --no-deps
+	cp -r $(ROOT)/target/lint/doc/. $(DOCS_API)/rust/
 	$(PY_BIN) -m pdoc -o $(DOCS_API)/python clockflake clockflake.pydantic clockflake.django
 	$(PY_BIN) $(ROOT)/docs/tools/dts_page.py $(ROOT)/bindings-node/index.d.ts $(DOCS_API)/javascript.md
 
