@@ -48,8 +48,8 @@ test-loom: setup-rust
 # clock_excursion.rs (hundreds of thousands of ids on threads; loom covers the atomics),
 # blocking_bound.rs, doctests, and the two std_clock unit tests bounded by real time: one whose
 # clock advances per read while the wait is bounded (Miri's reads are too slow for it), and one
-# that allows 50 ms between two clock reads (make test runs Miri at the lowest priority, where a
-# thread can wait longer than that for a core; plain `cargo test` runs both). The std_clock
+# that allows 50 ms between two clock reads (make test runs Miri beside the suites, where a thread
+# can wait longer than that for a core; plain `cargo test` runs both). The std_clock
 # tests read the system clock, so isolation is off.
 test-miri: setup-nightly
 	MIRIFLAGS=-Zmiri-disable-isolation $(CARGO) +nightly miri test -p clockflake --lib --test blocks \
