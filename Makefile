@@ -97,9 +97,9 @@ demo: demo-core $(DEMO_TARGETS)
 
 # make test: every install first (test-setup), then two lanes at once, each one step after
 # another (scripts/test-lanes.sh): the suites (test-core and TEST_TARGETS), printed as they run,
-# and the checks (CHECK_TARGETS) in a session of their own, which the kernel gives an equal share
-# of the CPU: the suites keep at least half the machine, and take the checks' CPU while they
-# wait (a suite mostly waits on its servers); the checks' output is printed when they end.
+# and the checks (CHECK_TARGETS) at the lowest CPU priority (nice 19), so that they take the CPU
+# the suites leave idle (a suite mostly waits on its servers); their output is printed when they
+# end.
 # `make test-suites` and `make test-checks` run one lane alone. Concurrency is only ever this
 # explicit: .NOTPARALLEL below keeps `make -jN` from running two suites at once.
 test: test-setup
