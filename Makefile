@@ -120,16 +120,12 @@ test-setup: setup-rust
 	wait $$tools || status=1; wait $$system || status=1; exit $$status
 setup-tools: $(SETUP_TOOL_TARGETS)
 
-# Idempotent: one apt-get run for the packages not installed yet.
+# Idempotent: one apt-get run (scripts/lib.sh's apt_install) for the packages not installed yet.
 setup-debian:
 	@missing=$$(for p in $(sort $(DEBIAN_PACKAGES)); do \
 	  dpkg-query -W -f '$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-	  echo "installing from Debian:" $$missing; \
-	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-	  $$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-	    --no-install-recommends $$missing >/dev/null; \
+	  . $(ROOT)/scripts/lib.sh && apt_install "from Debian: $$(echo $$missing)" --no-install-recommends $$missing; \
 	fi
 
 .NOTPARALLEL:
