@@ -51,14 +51,8 @@ impl PostgresCoordinator {
     /// `COORDINATOR_UNAVAILABLE` for a failed connection, saying plainly when it was TLS: a
     /// server that offers none, or a certificate check (which one).
     fn connect_error(&self, tls: &PgTls, error: &postgres::Error) -> LeaseError {
-        let text = error.to_string();
-        let mut chain = text.clone();
-        let mut source = std::error::Error::source(error);
-        while let Some(cause) = source {
-            chain.push_str(&format!(": {cause}"));
-            source = cause.source();
-        }
-        let reason = if chain.contains("server does not support TLS") {
+        let text = described(error);
+        let reason = if text.contains("server does not support TLS") {
             format!(
                 "the server does not offer TLS, and sslmode={} requires it",
                 tls.mode.as_str()
@@ -120,7 +114,7 @@ impl PostgresCoordinator {
             let timeout_ms = self.patience().as_millis();
             client
                 .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
-                .map_err(|error| self.unavailable(error))?;
+                .map_err(|error| self.unavailable(described(&error)))?;
             self.client = Some(client);
         }
         let table = self.table.clone();
@@ -156,7 +150,7 @@ impl PostgresCoordinator {
                 if client.is_closed() {
                     self.client = None;
                 }
-                Err(self.unavailable(error))
+                Err(self.unavailable(described(&error)))
             }
         }
     }
@@ -166,4 +160,19 @@ impl PostgresCoordinator {
     fn patience(&self) -> Duration {
         (self.ttl / 2).max(Duration::from_millis(200))
     }
+}
+
+/// What a `postgres` error says. The crate's own text stops at "db error" or "error
+/// connecting to server": the server's message and SQLSTATE, or the cause, are in its source.
+pub(super) fn described(error: &postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        return format!("{} {}: {}", db.severity(), db.code().code(), db.message());
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clockflake::{Error, Layout, State};
-use postgres::error::SqlState;
 use postgres::{Client, Config, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -131,27 +130,46 @@ impl PostgresCoordinator {
         &self.owner
     }
 
+    /// Creates the table and this app's rows if missing, in one transaction that holds a lock
+    /// of the table's name: clients starting together on a new database would otherwise race
+    /// in the catalog (`CREATE TABLE IF NOT EXISTS` is not atomic). A table of that name
+    /// without the lease columns is someone else's: refused, never altered.
     fn ensure_schema(&mut self, layout: &Layout) -> Result<(), LeaseError> {
         if self.schema_ready {
             return Ok(());
         }
         let app = self.app.clone();
         let max = i32::try_from(layout.max_worker_id()).unwrap_or(i32::MAX);
-        self.with_client(|client, table| {
-            let create = SCHEMA.replace("{table}", table);
-            match client.batch_execute(&create) {
-                Ok(()) => {}
-                // Two clients creating the table at once: the loser sees the winner's type.
-                Err(error)
-                    if error.code() == Some(&SqlState::UNIQUE_VIOLATION)
-                        || error.code() == Some(&SqlState::DUPLICATE_TABLE) => {}
-                Err(error) => return Err(error),
+        let missing = self.with_client(|client, table| {
+            let mut schema = client.transaction()?;
+            schema.execute(
+                "SELECT pg_advisory_xact_lock(hashtext($1))",
+                &[&format!("clockflake schema {table}")],
+            )?;
+            schema.batch_execute(&SCHEMA.replace("{table}", table))?;
+            let present: Vec<String> = schema
+                .query(
+                    "SELECT attname::text FROM pg_attribute \
+                     WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
+                    &[&table],
+                )?
+                .iter()
+                .map(|row| row.get(0))
+                .collect();
+            let missing: Vec<&str> = sql::COLUMNS
+                .iter()
+                .copied()
+                .filter(|column| !present.iter().any(|name| name == column))
+                .collect();
+            match missing.as_slice() {
+                [] => {}
+                // A table made before the timeline column (its rows read as current).
+                ["timeline"] => schema.batch_execute(&format!(
+                    "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS timeline bigint"
+                ))?,
+                _ => return Ok(missing.join(", ")),
             }
-            // Tables made before the timeline column (rows without one read as current).
-            client.batch_execute(&format!(
-                "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS timeline bigint"
-            ))?;
-            client.execute(
+            schema.execute(
                 &format!(
                     "INSERT INTO {table} (app, worker_id, timeline) \
                      SELECT $1, g, {TIMELINE} FROM generate_series(0, $2::integer) AS g \
@@ -159,8 +177,18 @@ impl PostgresCoordinator {
                 ),
                 &[&app, &max],
             )?;
-            Ok(())
+            schema.commit()?;
+            Ok(String::new())
         })?;
+        if !missing.is_empty() {
+            return Err(LeaseError::corrupt(
+                format!("{} table {}", self.redacted_uri, self.table),
+                format!(
+                    "the table exists without the columns of a lease table ({missing}): it is \
+                     not clockflake's, and is left as it is; name another with table="
+                ),
+            ));
+        }
         self.schema_ready = true;
         Ok(())
     }

@@ -19,6 +19,20 @@ pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS {table} (
     PRIMARY KEY (app, worker_id)
 )";
 
+/// The columns of [`SCHEMA`], which a table of that name must have to be used.
+pub(super) const COLUMNS: [&str; 10] = [
+    "app",
+    "worker_id",
+    "owner",
+    "epoch",
+    "expires_at",
+    "layout_fingerprint",
+    "clock_seq",
+    "high_water_ms",
+    "updated_at",
+    "timeline",
+];
+
 /// The server's WAL timeline: 1 on a new cluster, one more at every promotion of a replica.
 /// Every grant and renewal records it in the row; only a primary can say
 /// (`pg_current_wal_lsn` fails on a standby, which refuses writes anyway).
