@@ -36,8 +36,12 @@ BENCH_TARGETS :=
 DIST_TARGETS :=
 DIST_DIR := $(ROOT)/dist
 # The host's triple. napi build always passes --target, so the Python extension is built for it
-# too: the two bindings then share their release dependencies in target/$(HOST_TARGET)/release.
+# too: the two bindings then share their dependencies in target/$(HOST_TARGET)/$(BINDINGS_PROFILE).
 HOST_TARGET := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+# The Cargo profile of the Node addon and the Python extension: `bindings` (Cargo.toml) for the
+# tests and demos; release for what is measured or shipped (the benchmarks, make dist), set for
+# those targets at the end of this file.
+BINDINGS_PROFILE := bindings
 # Every crate is linted with the same flags: `$(LINT_CARGO) clippy -p CRATE $(CLIPPY_FLAGS)`.
 CLIPPY_FLAGS := --no-deps --all-targets -- -D warnings
 # The lints (clippy, rustdoc's warnings) build in a target directory of their own: they are make
@@ -129,6 +133,9 @@ setup-debian:
 	fi
 
 .NOTPARALLEL:
+# What is measured or shipped is optimised (the prerequisites of these targets inherit it).
+bench dist $(BENCH_TARGETS) $(DIST_TARGETS) bench-node-lone setup-bench-python bench-python-import: \
+  BINDINGS_PROFILE := release
 bench: bench-core $(BENCH_TARGETS)
 dist: $(DIST_TARGETS)
 	@echo "make dist: artifacts in $(DIST_DIR)"; ls -l $(DIST_DIR)

@@ -33,7 +33,7 @@ setup-node:
 # The package's JavaScript (lib/, from js/ with the wasm engine inlined) and the native addon
 # (leases only, loaded lazily by Generator.open).
 build-node: setup-node setup-rust build-js
-	cd $(NODE_DIR) && npx napi build --platform --release --js binding.js --dts binding.d.ts
+	cd $(NODE_DIR) && npx napi build --platform --profile $(BINDINGS_PROFILE) --js binding.js --dts binding.d.ts
 
 # lib/ only: the package's JavaScript with the wasm engine inlined (what the ID inspector loads).
 # The engine the package ships is its own: the glue and .wasm of `make build-wasm` are copied into
@@ -65,13 +65,13 @@ lint-js: setup-biome
 	cd $(ROOT)/bindings-wasm && $(BIOME) lint --error-on-warnings .
 
 # Core's own code and message for each case of tests/errors.test.mjs (examples/core_errors.rs),
-# which compares the API's errors with them. Release build for the host target, as napi build
-# makes the addon: it reuses those artifacts instead of compiling the lease crate's
+# which compares the API's errors with them. Built for the host target in the addon's profile, as
+# napi build makes the addon: it reuses those artifacts instead of compiling the lease crate's
 # dependencies a second time.
 
 core-errors-node: setup-rust
 	@mkdir -p $(NODE_DIR)/pkg
-	$(CARGO) run -q --release --target $(HOST_TARGET) -p clockflake-node --example core_errors > $(NODE_DIR)/pkg/core-errors.tsv
+	$(CARGO) run -q --profile $(BINDINGS_PROFILE) --target $(HOST_TARGET) -p clockflake-node --example core_errors > $(NODE_DIR)/pkg/core-errors.tsv
 
 # The PostgreSQL lease tests need a server: a throwaway one in a temp dir (PostgreSQL 15 from apt
 # if missing, as test-lease does), stopped afterwards whatever happens.

@@ -34,10 +34,11 @@ setup-python:
 	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel, pydantic" 2>/dev/null \
 	  || $(PY_BIN) -m pip install -q $(PY_DEV_DEPS)
 
-# The extension, optimised, installed into the virtualenv (editable: python/clockflake is the source).
-# Built for $(HOST_TARGET) explicitly, as napi builds the Node addon: they share the dependencies.
+# The extension in $(BINDINGS_PROFILE), installed into the virtualenv (editable: python/clockflake is
+# the source). Built for $(HOST_TARGET) explicitly, as napi builds the Node addon: they share the
+# dependencies.
 build-python: setup-python
-	VIRTUAL_ENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target $(PY_VENV)/bin/maturin develop -q --release \
+	VIRTUAL_ENV=$(PY_VENV) CARGO_TARGET_DIR=$(ROOT)/target $(PY_VENV)/bin/maturin develop -q --profile $(BINDINGS_PROFILE) \
 	  --target $(HOST_TARGET) -m $(PY_DIR)/Cargo.toml
 
 # The package's LICENSE files are copies of the root's (maturin takes no file from above the package).
@@ -74,6 +75,7 @@ build-python-wheel: setup-python
 # The artifacts as a user installs them: that wheel, and the sdist built from source.
 test-python-dist: build-python-wheel
 	VENV=$(PY_VENV) WHEEL_DIR=$(PY_WHEEL_DIR) CARGO_TARGET_DIR=$(ROOT)/target HOST_TARGET=$(HOST_TARGET) \
+	  BINDINGS_PROFILE=$(BINDINGS_PROFILE) \
 	  bash $(PY_DIR)/scripts/smoke.sh
 
 dist-python: setup-python setup-mingw

@@ -5,8 +5,9 @@
 #      checks it with auditwheel and against the size budget) into WHEEL_DIR (make
 #      build-python-wheel; a temp dir when unset), into Python 3.10, 3.11, 3.12 and 3.13;
 #   2. the sdist, built from source by pip (maturin through the PEP 517 backend) into one virtualenv.
-# VENV: the virtualenv of `make setup-python`; CARGO_TARGET_DIR and HOST_TARGET let the sdist build
-# reuse the compiled dependencies (the wheel has its own, target/dist).
+# VENV: the virtualenv of `make setup-python`; CARGO_TARGET_DIR, HOST_TARGET and BINDINGS_PROFILE
+# (a Cargo profile; release when unset) let the sdist build reuse the dependencies make
+# build-python compiled (the wheel has its own, target/dist).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${VENV:-$ROOT/.venv}
@@ -61,8 +62,10 @@ for file in LICENSE-MIT LICENSE-APACHE README.md pyproject.toml; do
   grep -qx "clockflake-$VERSION/$file" <<<"$listing" || { echo "smoke: no $file in $sdist" >&2; exit 1; }
 done
 "$PYTHON" -m venv "$WORK/from-sdist"
-# For the host's triple explicitly (maturin reads CARGO_BUILD_TARGET), as make build-python builds:
-# the same dependencies, already compiled in CARGO_TARGET_DIR.
-CARGO_BUILD_TARGET=${HOST_TARGET:-} "$WORK/from-sdist/bin/python" -m pip install -q \
+# For the host's triple explicitly (maturin reads CARGO_BUILD_TARGET) and in make build-python's
+# profile (MATURIN_PEP517_ARGS: maturin's arguments under pip): the same dependencies, already
+# compiled in CARGO_TARGET_DIR.
+CARGO_BUILD_TARGET=${HOST_TARGET:-} MATURIN_PEP517_ARGS=${BINDINGS_PROFILE:+--profile $BINDINGS_PROFILE} \
+  "$WORK/from-sdist/bin/python" -m pip install -q \
   --disable-pip-version-check "$sdist"
 check "$WORK/from-sdist"
