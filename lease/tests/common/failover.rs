@@ -55,7 +55,7 @@ fn close_bound(uri: &str) -> Duration {
     let ttl_s: u64 = uri
         .split(['?', '&'])
         .find_map(|part| part.strip_prefix("ttl=")?.strip_suffix('s')?.parse().ok())
-        .expect("a ttl=Ns parameter");
+        .unwrap_or_else(|| panic!("no ttl=Ns parameter in {uri}"));
     CLOSE_WAIT + Duration::from_secs(ttl_s) / 2 + Duration::from_secs(2)
 }
 
