@@ -3,9 +3,9 @@
 #   make test   every test suite of every part
 #   make dist   every release artifact into dist/ (not part of make test)
 # Each part adds its own targets in its folder's make.mk: it appends to DEMO_TARGETS,
-# TEST_TARGETS (and LAST_TEST_TARGETS), CHECK_TARGETS and RUN_CHECK_TARGETS (and their FIRST_
-# ones), SETUP_TARGETS, SETUP_TOOL_TARGETS, DEBIAN_PACKAGES, BENCH_TARGETS and DIST_TARGETS, so
-# parts never edit each other's rules.
+# TEST_TARGETS (and LAST_TEST_TARGETS), CHECK_TARGETS (and FIRST_CHECK_TARGETS), SETUP_TARGETS,
+# SETUP_TOOL_TARGETS, DEBIAN_PACKAGES, BENCH_TARGETS and DIST_TARGETS, so parts never edit each
+# other's rules.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -19,16 +19,11 @@ DEMO_TARGETS :=
 TEST_TARGETS :=
 # Suites that run an artifact the checks build (FIRST_CHECK_TARGETS): after every other suite.
 LAST_TEST_TARGETS :=
-# make test's checks: deterministic CPU work that needs none of that. They run beside the suites
-# in two lanes, each building in directories the other never uses, so that neither waits on the
-# other's build lock: CHECK_TARGETS, the lints (clippy, rustdoc, formatters, the Windows targets'
-# cargo check: target/lint, target/windows), and RUN_CHECK_TARGETS, the checks that run code
-# (Miri, loom, the fuzz replay, the simulation). Each lane first builds the artifacts
-# LAST_TEST_TARGETS run (FIRST_CHECK_TARGETS, FIRST_RUN_CHECK_TARGETS).
+# make test's checks: deterministic CPU work that needs none of that (Miri, loom, the simulation,
+# the fuzz replay, cross builds); they run beside the suites. The artifacts LAST_TEST_TARGETS
+# run are built first.
 FIRST_CHECK_TARGETS :=
 CHECK_TARGETS :=
-FIRST_RUN_CHECK_TARGETS :=
-RUN_CHECK_TARGETS :=
 # make test's installs, made before either lane starts: virtualenvs and npm packages; Rust
 # toolchains and targets (rustup); tools built from crates.io.
 SETUP_TARGETS :=
@@ -53,7 +48,7 @@ CLIPPY_FLAGS := --no-deps --all-targets -- -D warnings
 # test's checks, and their builds then never wait for the suites' builds, nor the other way round.
 LINT_CARGO := CARGO_TARGET_DIR=$(ROOT)/target/lint $(CARGO)
 
-.PHONY: help demo test test-setup test-suites test-lints test-run-checks test-checks setup-debian setup-tools bench dist setup-rust demo-core test-core lint-core bench-core vectors dist-crates
+.PHONY: help demo test test-setup test-suites test-checks setup-debian setup-tools bench dist setup-rust demo-core test-core lint-core bench-core vectors dist-crates
 
 help:
 	@echo "make demo   build and print decoded ids from every part"
@@ -104,20 +99,18 @@ vectors:
 
 demo: demo-core $(DEMO_TARGETS)
 
-# make test: every install first (test-setup), then three lanes at once, each one step after
+# make test: every install first (test-setup), then two lanes at once, each one step after
 # another (scripts/test-lanes.sh): the suites (test-core and TEST_TARGETS), printed as they run,
-# and the two lanes of checks at the lowest CPU priority (nice 19), so that they take the CPU the
-# suites leave idle (a suite mostly waits on its servers); their output is printed when they end.
-# `make test-suites`, `make test-lints` and `make test-run-checks` run one lane alone, `make
-# test-checks` both lanes of checks one after the other. Concurrency is only ever this explicit:
-# .NOTPARALLEL below keeps `make -jN` from running two suites at once.
+# and the checks (CHECK_TARGETS) at the lowest CPU priority (nice 19), so that they take the CPU
+# the suites leave idle (a suite mostly waits on its servers); their output is printed when they
+# end.
+# `make test-suites` and `make test-checks` run one lane alone. Concurrency is only ever this
+# explicit: .NOTPARALLEL below keeps `make -jN` from running two suites at once.
 test: test-setup
-	@bash $(ROOT)/scripts/test-lanes.sh "$(MAKE)" $(ROOT)/target test-lints test-run-checks
+	@bash $(ROOT)/scripts/test-lanes.sh "$(MAKE)" $(ROOT)/target/test-checks.log
 	@echo "make test: every suite and check passed"
 test-suites: test-core $(TEST_TARGETS) $(LAST_TEST_TARGETS)
-test-lints: $(FIRST_CHECK_TARGETS) lint-core $(CHECK_TARGETS)
-test-run-checks: $(FIRST_RUN_CHECK_TARGETS) $(RUN_CHECK_TARGETS)
-test-checks: test-lints test-run-checks
+test-checks: $(FIRST_CHECK_TARGETS) lint-core $(CHECK_TARGETS)
 
 # Every install make test needs, before the lanes start, so that nothing installs twice at once.
 # Three at a time, as none of them writes where another does: the tools compiled from crates.io;

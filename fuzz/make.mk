@@ -86,5 +86,5 @@ fuzz-%: build-fuzz
 
 fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 
-RUN_CHECK_TARGETS += test-miri test-loom test-fuzz
+CHECK_TARGETS += test-loom test-miri test-fuzz
 SETUP_TOOLCHAIN_TARGETS += setup-nightly

@@ -128,7 +128,7 @@ simulate-long: setup-rust
 	base=$${BASE_SEED:-$$(date +%s)000000}; echo "BASE_SEED=$$base"; \
 	BASE_SEED=$$base SCHEDULES=$${SCHEDULES:-5000000} $(SIMULATION)
 
-RUN_CHECK_TARGETS += test-simulation
+CHECK_TARGETS += test-simulation
 
 # Loom models of the atomics the id path and the renewal thread share (lease/src/generator/
 # limits.rs, through lease/src/sync.rs): every interleaving of two threads. Built with
@@ -138,4 +138,4 @@ test-lease-loom: setup-rust
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(ROOT)/target/loom $(CARGO) test -q --release \
 	  -p clockflake-lease --no-default-features --lib loom_models
 
-RUN_CHECK_TARGETS += test-lease-loom
+CHECK_TARGETS += test-lease-loom

@@ -167,7 +167,7 @@ DEMO_TARGETS += demo-server
 TEST_TARGETS += test-server test-server-schema
 # The image test runs the static binary the checks build: last, so that they have built it.
 LAST_TEST_TARGETS += test-server-image
-FIRST_RUN_CHECK_TARGETS += build-server-musl-test
+FIRST_CHECK_TARGETS += build-server-musl-test
 CHECK_TARGETS += lint-server
 SETUP_TOOLCHAIN_TARGETS += setup-musl-targets
 DEBIAN_PACKAGES += wrk curl podman runc ca-certificates
