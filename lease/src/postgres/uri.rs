@@ -122,9 +122,7 @@ fn pg_config(
             .parse()
             .map_err(|error: postgres::Error| {
                 // "invalid connection string" says little; its source names the option.
-                let detail = std::error::Error::source(&error)
-                    .map_or_else(String::new, |source| format!(": {source}"));
-                invalid(uri, format!("{error}{detail}"))
+                invalid(uri, super::connection::described(&error))
             })?;
     if config.get_password().is_none() {
         if let Some(password) = parts.password() {
