@@ -29,18 +29,20 @@ pub fn servers(
     Some(turn(serial))
 }
 
-/// What a holder saw: its ids, its longest id call, and its refusals by code.
+/// What a holder saw: its ids, its longest id call, its refusals by code, and the first
+/// message of each code (what a failure prints).
 #[derive(Default)]
 pub struct Seen {
     pub ids: Vec<u64>,
     pub longest_call: Duration,
     pub refusals: BTreeMap<&'static str, usize>,
+    pub first_messages: BTreeMap<&'static str, String>,
 }
 
 /// A holder: opens `uri` (retrying while the coordinator cannot grant) and issues ids until
 /// stopped, every call timed.
 pub struct Holder {
-    run: Repeating<Option<(Result<u64, &'static str>, Duration)>>,
+    run: Repeating<Option<(Result<u64, (&'static str, String)>, Duration)>>,
     gen: Arc<Mutex<Option<Arc<LeasedGenerator>>>>,
     close_bound: Duration,
 }
@@ -79,7 +81,9 @@ impl Holder {
                 return None;
             };
             let started = Instant::now();
-            let result = gen.next_id().map_err(|error| error.code());
+            let result = gen
+                .next_id()
+                .map_err(|error| (error.code(), error.to_string()));
             let took = started.elapsed();
             std::thread::sleep(Duration::from_micros(200));
             Some((result, took))
@@ -108,7 +112,10 @@ impl Holder {
             seen.longest_call = seen.longest_call.max(took);
             match result {
                 Ok(id) => seen.ids.push(id),
-                Err(code) => *seen.refusals.entry(code).or_default() += 1,
+                Err((code, message)) => {
+                    *seen.refusals.entry(code).or_default() += 1;
+                    seen.first_messages.entry(code).or_insert(message);
+                }
             }
         }
         seen
@@ -130,10 +137,11 @@ pub fn check(old: Vec<Holder>, newcomers: Vec<Holder>) -> Vec<Seen> {
         .chain(new.iter().map(|s| ("new", s)))
     {
         eprintln!(
-            "{label} holder: {} ids, longest call {:?}, refusals {:?}",
+            "{label} holder: {} ids, longest call {:?}, refusals {:?}, first of each: {:?}",
             seen.ids.len(),
             seen.longest_call,
-            seen.refusals
+            seen.refusals,
+            seen.first_messages
         );
         assert!(
             seen.longest_call < Duration::from_millis(100),
