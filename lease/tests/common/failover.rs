@@ -39,10 +39,13 @@ pub struct Seen {
     pub first_messages: BTreeMap<&'static str, String>,
 }
 
+/// An id call: its id or its refusal (code and message), and how long it took.
+type Call = (Result<u64, (&'static str, String)>, Duration);
+
 /// A holder: opens `uri` (retrying while the coordinator cannot grant) and issues ids until
 /// stopped, every call timed.
 pub struct Holder {
-    run: Repeating<Option<(Result<u64, (&'static str, String)>, Duration)>>,
+    run: Repeating<Option<Call>>,
     gen: Arc<Mutex<Option<Arc<LeasedGenerator>>>>,
     close_bound: Duration,
 }
