@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clockflake::Layout;
-use clockflake_lease::{boot_ms, open, LeaseOptions};
+use clockflake_lease::{boot_ms, open, LeaseOptions, CLOSE_WAIT};
 use common::*;
 
 /// The tests stop the one server: one at a time.
@@ -126,4 +126,72 @@ fn no_block_is_granted_once_the_deadline_is_within_the_margin() {
         .chain(log.into_iter().flat_map(|(_, ids, _)| ids));
     assert_unique("blocks up to the deadline", ids);
     gen.close().unwrap();
+}
+
+/// The server thawed when dropped, whatever the test's outcome.
+struct Frozen;
+
+impl Frozen {
+    fn now() -> Frozen {
+        pg_script("freeze");
+        Frozen
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        pg_script("thaw");
+    }
+}
+
+/// `call` on a thread of its own: what it returned and how long it took, or `None` if it had
+/// not returned after `limit` (it is left running: a hang fails the test instead of hanging it).
+fn within<T: Send + 'static>(
+    limit: Duration,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> Option<(T, Duration)> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let result = call();
+        let _ = sender.send((result, started.elapsed()));
+    });
+    receiver.recv_timeout(limit).ok()
+}
+
+/// A frozen server (SIGSTOP: the kernel still accepts connections and acknowledges packets, so
+/// no socket timeout fires) bounds `open` and `close` as a dead one does: `open` gives up with
+/// `COORDINATOR_UNAVAILABLE` within the patience of its connection and of its request (half the
+/// TTL each), and `close` within `CLOSE_WAIT` and those. Both waited until the thaw: a
+/// connection's start-up exchange had no timeout (only its TCP connect had), and a statement's
+/// cancel request went to the frozen server too.
+#[test]
+fn open_and_close_are_bounded_while_the_server_is_frozen() {
+    let _serial = turn(&SERIAL);
+    let uri = format!("{}?app={}&ttl=1s", PG.url(), app("frozen"));
+    let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+    gen.next_id().unwrap();
+    let frozen = Frozen::now();
+    let opening = {
+        let uri = uri.clone();
+        within(Duration::from_secs(8), move || {
+            open(&uri, Layout::CLOCKSEQ, LeaseOptions::default())
+                .map(|gen| gen.worker_id())
+                .map_err(|error| (error.code(), error.to_string()))
+        })
+    };
+    let closing = within(Duration::from_secs(8), move || {
+        gen.close().map_err(|error| error.code())
+    });
+    drop(frozen);
+    let (opened, took) = opening.expect("open() still waiting 8 s into the freeze");
+    let (code, message) = opened.expect_err("open() got a lease from a frozen server");
+    assert_eq!(code, "COORDINATOR_UNAVAILABLE", "{message}");
+    // A connection (half the TTL) and a request (half the TTL), with room for a loaded machine.
+    assert!(took < Duration::from_secs(3), "open() took {took:?}");
+    let (_, took) = closing.expect("close() still waiting 8 s into the freeze");
+    assert!(
+        took < CLOSE_WAIT + Duration::from_secs(3),
+        "close() took {took:?}"
+    );
 }

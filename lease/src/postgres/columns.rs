@@ -2,7 +2,7 @@
 //! refused as `INVALID_STATE`), and its marks as the `high_water_ms` column.
 
 use clockflake::{State, MAX_CLOCK_SEQS};
-use postgres::Row;
+use tokio_postgres::Row;
 
 use crate::LeaseError;
 

@@ -1,56 +1,64 @@
 //! The connection: opened under the TLS settings, reopened once broken, every statement
-//! bounded by the patience (the server's `statement_timeout` and the client's [`Watchdog`]),
-//! and every error scrubbed of the password.
+//! bounded by the patience (the server's `statement_timeout`, and the client's own bound: see
+//! `session.rs`), and every error scrubbed of the password.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use postgres::Client;
 use rustls::CertificateError;
 
+use super::session::{Failure, Session, Statements};
 use super::tls::{rustls_error, PgTls, SslMode};
-use super::watchdog::Watchdog;
 use super::PostgresCoordinator;
 use crate::LeaseError;
 
 impl PostgresCoordinator {
     /// A new connection under the TLS settings. Under `prefer`, a server that offers no TLS
     /// is used in plain text, and so (as libpq does) is one whose TLS handshake fails.
-    fn connect(&mut self) -> Result<Client, LeaseError> {
-        use postgres::config::SslMode as Wire;
+    fn connect(&mut self) -> Result<Session, LeaseError> {
+        use tokio_postgres::config::SslMode as Wire;
         let tls = match &self.tls {
             Some(tls) => tls.clone(),
             None => PgTls::new(SslMode::Prefer, None).map_err(|error| self.unavailable(error))?,
         };
         let mut config = self.config.clone();
-        let notice = Arc::clone(&self.sync_rep_notice);
-        config.notice_callback(move |message| {
-            if message.message().contains("synchronous replication") {
-                notice.store(true, Ordering::Relaxed);
-            }
-        });
-        self.cancel_tls = Some(tls.connector.clone());
         config.ssl_mode(match tls.mode {
             SslMode::Disable => Wire::Disable,
             SslMode::Prefer => Wire::Prefer,
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => Wire::Require,
         });
-        match config.connect(tls.connector.clone()) {
-            Ok(client) => Ok(client),
-            Err(error) if tls.mode == SslMode::Prefer && rustls_error(&error).is_some() => {
+        let patience = self.patience();
+        let connect = |config: &tokio_postgres::Config| {
+            let notice = Arc::clone(&self.sync_rep_notice);
+            Session::connect(config, tls.connector.clone(), patience, notice)
+        };
+        match connect(&config) {
+            Ok(session) => Ok(session),
+            Err(Failure::Server(error))
+                if tls.mode == SslMode::Prefer && rustls_error(&error).is_some() =>
+            {
                 config.ssl_mode(Wire::Disable);
-                config
-                    .connect(tls.connector.clone())
-                    .map_err(|error| self.connect_error(&tls, &error))
+                connect(&config).map_err(|failure| self.connect_error(&tls, &failure))
             }
-            Err(error) => Err(self.connect_error(&tls, &error)),
+            Err(failure) => Err(self.connect_error(&tls, &failure)),
         }
     }
 
     /// `COORDINATOR_UNAVAILABLE` for a failed connection, saying plainly when it was TLS: a
     /// server that offers none, or a certificate check (which one).
-    fn connect_error(&self, tls: &PgTls, error: &postgres::Error) -> LeaseError {
+    fn connect_error(&self, tls: &PgTls, failure: &Failure) -> LeaseError {
+        let error = match failure {
+            Failure::Server(error) => error,
+            Failure::NoAnswer { .. } => {
+                return self.unavailable(format!(
+                    "no answer within {} ms: the connection was given up (a server that accepts \
+                     connections but does not answer: frozen, overloaded or starting)",
+                    self.patience().as_millis()
+                ))
+            }
+            Failure::Runtime(error) => return self.unavailable(error),
+        };
         let text = described(error);
         let reason = if text.contains("server does not support TLS") {
             format!(
@@ -106,51 +114,61 @@ impl PostgresCoordinator {
     /// Runs `work` on a connection, reconnecting once if the connection was broken.
     pub(super) fn with_client<T>(
         &mut self,
-        mut work: impl FnMut(&mut Client, &str) -> Result<T, postgres::Error>,
+        mut work: impl FnMut(&Statements<'_>, &str) -> Result<T, Failure>,
     ) -> Result<T, LeaseError> {
-        if self.client.as_ref().is_none_or(|client| client.is_closed()) {
-            self.client = None;
-            let mut client = self.connect()?;
+        if self.session.as_ref().is_none_or(Session::is_closed) {
+            self.session = None;
+            let session = self.connect()?;
             let timeout_ms = self.patience().as_millis();
-            client
-                .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
-                .map_err(|error| self.unavailable(described(&error)))?;
-            self.client = Some(client);
+            let set = session
+                .statements()
+                .batch_execute(&format!("SET statement_timeout = {timeout_ms}"));
+            if let Err(failure) = set {
+                return Err(self.failed(failure));
+            }
+            self.session = Some(session);
         }
         let table = self.table.clone();
-        let (patience, cancel_tls) = (self.patience(), self.cancel_tls.clone());
-        let Some(client) = self.client.as_mut() else {
+        let Some(session) = self.session.as_ref() else {
             return Err(self.unavailable("no connection"));
         };
-        // statement_timeout does not end every wait: a commit waiting for a synchronous
-        // standby ignores it. The client cancels whatever runs past the patience, and a
-        // statement it had to cancel never counts, whatever the server answered: a commit
-        // whose wait for the standby is cancelled reports success, unreplicated.
         self.sync_rep_notice.store(false, Ordering::Relaxed);
-        let watchdog = Watchdog::arm(client.cancel_token(), cancel_tls, patience);
-        let result = work(client, &table);
-        if watchdog.fired() {
-            self.client = None;
-            let cause = if self.sync_rep_notice.load(Ordering::Relaxed) {
-                "; the commit was waiting for a synchronous standby to confirm it: check \
-                 synchronous_standby_names on the server (a promoted replica keeps it) and that \
-                 a standby it names is connected"
-            } else {
-                "; if it was a commit, a synchronous standby may not be confirming it \
-                 (synchronous_standby_names)"
-            };
-            return Err(self.unavailable(format!(
-                "no answer within {} ms: the statement was cancelled{cause}",
-                patience.as_millis()
-            )));
-        }
+        let result = work(&session.statements(), &table);
+        let closed = session.is_closed();
         match result {
             Ok(value) => Ok(value),
-            Err(error) => {
-                if client.is_closed() {
-                    self.client = None;
+            Err(failure) => {
+                if !matches!(failure, Failure::Server(_)) || closed {
+                    self.session = None;
                 }
-                Err(self.unavailable(described(&error)))
+                Err(self.failed(failure))
+            }
+        }
+    }
+
+    /// `COORDINATOR_UNAVAILABLE` for a failed statement.
+    fn failed(&self, failure: Failure) -> LeaseError {
+        match failure {
+            Failure::Server(error) => self.unavailable(described(&error)),
+            Failure::Runtime(error) => self.unavailable(error),
+            Failure::NoAnswer { closed } => {
+                let cause = if self.sync_rep_notice.load(Ordering::Relaxed) {
+                    "; the commit was waiting for a synchronous standby to confirm it: check \
+                     synchronous_standby_names on the server (a promoted replica keeps it) and \
+                     that a standby it names is connected"
+                } else {
+                    "; if it was a commit, a synchronous standby may not be confirming it \
+                     (synchronous_standby_names)"
+                };
+                let closed = if closed {
+                    " and its connection closed (no answer to the cancel either)"
+                } else {
+                    ""
+                };
+                self.unavailable(format!(
+                    "no answer within {} ms: the statement was cancelled{closed}{cause}",
+                    self.patience().as_millis()
+                ))
             }
         }
     }
@@ -164,7 +182,7 @@ impl PostgresCoordinator {
 
 /// What a `postgres` error says. The crate's own text stops at "db error" or "error
 /// connecting to server": the server's message and SQLSTATE, or the cause, are in its source.
-pub(super) fn described(error: &postgres::Error) -> String {
+pub(super) fn described(error: &tokio_postgres::Error) -> String {
     if let Some(db) = error.as_db_error() {
         return format!("{} {}: {}", db.severity(), db.code().code(), db.message());
     }

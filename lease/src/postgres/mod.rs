@@ -12,27 +12,28 @@
 //! Here the coordinator itself: its settings and its statements. Beside it: `sql.rs`, the SQL
 //! the statements share (the table, the timeline, the failover fence); `columns.rs`, a row's
 //! columns as a state record; `connection.rs`, how each statement reaches the server;
-//! `tls.rs`, the TLS settings; `watchdog.rs`, the client's own timeout; `uri.rs`, the URI.
+//! `tls.rs`, the TLS settings; `session.rs`, a connection whose every wait the client bounds;
+//! `uri.rs`, the URI.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clockflake::{Error, Layout, State};
-use postgres::{Client, Config, Row};
-use tokio_postgres_rustls::MakeRustlsConnect;
+use tokio_postgres::{Config, Row};
 
 use crate::coordinator::{preference_order, Coordinator, Grant};
 use crate::LeaseError;
 
 mod columns;
 mod connection;
+mod session;
 mod sql;
 mod tls;
 pub(crate) mod uri;
-mod watchdog;
 
 use columns::marks_of;
+use session::{Failure, Statements};
 pub use sql::SCHEMA;
 use sql::{granted_marks, stale, TIMELINE};
 use tls::PgTls;
@@ -41,7 +42,7 @@ use tls::PgTls;
 pub struct PostgresCoordinator {
     config: Config,
     redacted_uri: String,
-    client: Option<Client>,
+    session: Option<session::Session>,
     table: String,
     app: String,
     owner: String,
@@ -51,8 +52,6 @@ pub struct PostgresCoordinator {
     /// `None`: `sslmode=prefer` without `sslrootcert`, built at the first connection.
     tls: Option<PgTls>,
     max_skew: Option<Duration>,
-    /// The TLS settings of the connection, for its cancel requests.
-    cancel_tls: Option<MakeRustlsConnect>,
     /// Set when the server warns that it cancelled a wait for synchronous replication.
     sync_rep_notice: Arc<AtomicBool>,
 }
@@ -87,7 +86,7 @@ impl PostgresCoordinator {
         PostgresCoordinator {
             config,
             redacted_uri,
-            client: None,
+            session: None,
             table: table.to_owned(),
             app: app.to_owned(),
             owner,
@@ -96,7 +95,6 @@ impl PostgresCoordinator {
             schema_ready: false,
             tls: None,
             max_skew: Some(crate::coordinator::DEFAULT_MAX_SKEW),
-            cancel_tls: None,
             sync_rep_notice: Arc::default(),
         }
     }
@@ -140,45 +138,13 @@ impl PostgresCoordinator {
         }
         let app = self.app.clone();
         let max = i32::try_from(layout.max_worker_id()).unwrap_or(i32::MAX);
-        let missing = self.with_client(|client, table| {
-            let mut schema = client.transaction()?;
-            schema.execute(
-                "SELECT pg_advisory_xact_lock(hashtext($1))",
-                &[&format!("clockflake schema {table}")],
-            )?;
-            schema.batch_execute(&SCHEMA.replace("{table}", table))?;
-            let present: Vec<String> = schema
-                .query(
-                    "SELECT attname::text FROM pg_attribute \
-                     WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
-                    &[&table],
-                )?
-                .iter()
-                .map(|row| row.get(0))
-                .collect();
-            let missing: Vec<&str> = sql::COLUMNS
-                .iter()
-                .copied()
-                .filter(|column| !present.iter().any(|name| name == column))
-                .collect();
-            match missing.as_slice() {
-                [] => {}
-                // A table made before the timeline column (its rows read as current).
-                ["timeline"] => schema.batch_execute(&format!(
-                    "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS timeline bigint"
-                ))?,
-                _ => return Ok(missing.join(", ")),
+        let missing = self.with_client(|db, table| {
+            let created = create_schema(db, table, &app, max);
+            if created.is_err() {
+                // Not left inside an aborted transaction (the connection is kept).
+                let _ = db.batch_execute("ROLLBACK");
             }
-            schema.execute(
-                &format!(
-                    "INSERT INTO {table} (app, worker_id, timeline) \
-                     SELECT $1, g, {TIMELINE} FROM generate_series(0, $2::integer) AS g \
-                     ON CONFLICT DO NOTHING"
-                ),
-                &[&app, &max],
-            )?;
-            schema.commit()?;
-            Ok(String::new())
+            created
         })?;
         if !missing.is_empty() {
             return Err(LeaseError::corrupt(
@@ -208,6 +174,52 @@ impl PostgresCoordinator {
     }
 }
 
+/// The transaction of [`PostgresCoordinator::ensure_schema`] on `table`: the columns a table of
+/// that name lacks (empty: ready; anything else: rolled back).
+fn create_schema(db: &Statements<'_>, table: &str, app: &str, max: i32) -> Result<String, Failure> {
+    db.batch_execute("BEGIN")?;
+    db.execute(
+        "SELECT pg_advisory_xact_lock(hashtext($1))",
+        &[&format!("clockflake schema {table}")],
+    )?;
+    db.batch_execute(&SCHEMA.replace("{table}", table))?;
+    let present: Vec<String> = db
+        .query(
+            "SELECT attname::text FROM pg_attribute \
+                 WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
+            &[&table],
+        )?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let missing: Vec<&str> = sql::COLUMNS
+        .iter()
+        .copied()
+        .filter(|column| !present.iter().any(|name| name == column))
+        .collect();
+    match missing.as_slice() {
+        [] => {}
+        // A table made before the timeline column (its rows read as current).
+        ["timeline"] => db.batch_execute(&format!(
+            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS timeline bigint"
+        ))?,
+        _ => {
+            db.batch_execute("ROLLBACK")?;
+            return Ok(missing.join(", "));
+        }
+    }
+    db.execute(
+        &format!(
+            "INSERT INTO {table} (app, worker_id, timeline) \
+                 SELECT $1, g, {TIMELINE} FROM generate_series(0, $2::integer) AS g \
+                 ON CONFLICT DO NOTHING"
+        ),
+        &[&app, &max],
+    )?;
+    db.batch_execute("COMMIT")?;
+    Ok(String::new())
+}
+
 impl Coordinator for PostgresCoordinator {
     fn redacted_uri(&self) -> String {
         self.redacted_uri.clone()
@@ -226,8 +238,8 @@ impl Coordinator for PostgresCoordinator {
         const CANDIDATES: usize = 256;
         // The lowest free worker ids and their records, tried in `preference_order`.
         let stale = stale();
-        let listed = self.with_client(|client, table| {
-            client.query(
+        let listed = self.with_client(|db, table| {
+            db.query(
                 &format!(
                     "SELECT worker_id, epoch, layout_fingerprint, clock_seq, high_water_ms, \
                          {stale} AS stale \
@@ -266,7 +278,7 @@ impl Coordinator for PostgresCoordinator {
         let fence_ms = i64::try_from(fence_ms).unwrap_or(i64::MAX);
         let fingerprint = layout.fingerprint() as i64;
         let clock_seqs = layout.clock_seqs() as i64;
-        let rows = self.with_client(|client, table| {
+        let rows = self.with_client(|db, table| {
             let marks = granted_marks();
             let grant = |filter: &str, order: &str| {
                 format!(
@@ -280,14 +292,14 @@ impl Coordinator for PostgresCoordinator {
                      RETURNING worker_id, epoch, layout_fingerprint, clock_seq, high_water_ms"
                 )
             };
-            let preferred = client.query(
+            let preferred = db.query(
                 &grant("worker_id = ANY($4)", "array_position($4, worker_id)"),
                 &[&app, &owner, &ttl_s, &order, &fence_ms, &fingerprint, &clock_seqs],
             )?;
             if !preferred.is_empty() {
                 return Ok(preferred);
             }
-            client.query(
+            db.query(
                 &grant("worker_id <= $4", "worker_id"),
                 &[&app, &owner, &ttl_s, &max, &fence_ms, &fingerprint, &clock_seqs],
             )
@@ -319,8 +331,8 @@ impl Coordinator for PostgresCoordinator {
         // A lease granted before a promotion is not renewed: the old primary may have
         // acknowledged writes this server never saw (see `stale`).
         let stale = stale();
-        let updated = self.with_client(|client, table| {
-            client.execute(
+        let updated = self.with_client(|db, table| {
+            db.execute(
                 &format!(
                     "UPDATE {table} SET expires_at = now() + $5::float8 * interval '1 second', \
                          layout_fingerprint = $6, clock_seq = $7, high_water_ms = $8, \
@@ -354,8 +366,8 @@ impl Coordinator for PostgresCoordinator {
                 let fingerprint = state.layout_fingerprint as i64;
                 let clock_seq = state.clock_seq as i32;
                 let marks = marks_of(state);
-                self.with_client(|client, table| {
-                    client.execute(
+                self.with_client(|db, table| {
+                    db.execute(
                         &format!(
                             "UPDATE {table} SET owner = NULL, expires_at = NULL, \
                                  layout_fingerprint = $5, clock_seq = $6, high_water_ms = $7, \
@@ -375,8 +387,8 @@ impl Coordinator for PostgresCoordinator {
                 })?;
             }
             None => {
-                self.with_client(|client, table| {
-                    client.execute(
+                self.with_client(|db, table| {
+                    db.execute(
                         &format!(
                             "UPDATE {table} SET owner = NULL, expires_at = NULL, updated_at = now() \
                              WHERE app = $1 AND worker_id = $2 AND owner = $3 AND epoch = $4"
@@ -391,8 +403,8 @@ impl Coordinator for PostgresCoordinator {
 
     /// PostgreSQL's `clock_timestamp()`: one statement on the grant's connection.
     fn server_time_ms(&mut self) -> Result<Option<u64>, LeaseError> {
-        let row = self.with_client(|client, _| {
-            client.query_one(
+        let row = self.with_client(|db, _| {
+            db.query_one(
                 "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
                 &[],
             )
@@ -408,8 +420,8 @@ impl Coordinator for PostgresCoordinator {
     fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError> {
         let app = self.app.clone();
         let worker = i32::try_from(worker_id).unwrap_or(i32::MAX);
-        let rows = self.with_client(|client, table| {
-            client.query(
+        let rows = self.with_client(|db, table| {
+            db.query(
                 &format!(
                     "SELECT epoch, layout_fingerprint, clock_seq, high_water_ms FROM {table} \
                      WHERE app = $1 AND worker_id = $2"

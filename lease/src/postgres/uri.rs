@@ -78,7 +78,7 @@ fn pg_config(
     uri: &str,
     parts: &Parts,
     passthrough: &[(&str, &str)],
-) -> Result<postgres::Config, LeaseError> {
+) -> Result<tokio_postgres::Config, LeaseError> {
     fn quoted(value: &str) -> String {
         format!("'{}'", value.replace('\\', "\\\\").replace('\'', "\\'"))
     }
@@ -116,11 +116,11 @@ fn pg_config(
         }
         settings.push(format!("{key}={}", quoted(value)));
     }
-    let mut config: postgres::Config =
+    let mut config: tokio_postgres::Config =
         settings
             .join(" ")
             .parse()
-            .map_err(|error: postgres::Error| {
+            .map_err(|error: tokio_postgres::Error| {
                 // "invalid connection string" says little; its source names the option.
                 invalid(uri, super::connection::described(&error))
             })?;
@@ -171,7 +171,10 @@ mod tests {
         assert_eq!(pg.get_user(), Some("me"));
         let parts = parse("postgres://me@%2Ftmp%2Fsock:5433/db").unwrap();
         let pg = pg_config("x", &parts, &[]).unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(pg.get_hosts(), [postgres::config::Host::Unix(_)]));
+        assert!(matches!(
+            pg.get_hosts(),
+            [tokio_postgres::config::Host::Unix(_)]
+        ));
         assert_eq!(pg.get_ports(), [5433]);
     }
 }

@@ -326,7 +326,7 @@ impl Holder {
             return Turn::Lost;
         }
         if let Some(in_flight) = &lease.in_flight {
-            // The client cancels a request after half the TTL (PostgreSQL's watchdog): it
+            // The client cancels a request after half the TTL (PostgreSQL's session.rs): it
             // never counts, whatever the server did with it.
             let patience = lease.terms.ttl_ms.map_or(u64::MAX, |ttl| ttl / 2);
             if boot_ms >= in_flight.sent_boot_ms.saturating_add(patience) {
