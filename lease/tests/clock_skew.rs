@@ -81,7 +81,7 @@ fn postgres_refuses_a_clock_10s_off_and_reports_the_skew() {
     let app = app("skew");
     the_clock_check(&format!("{}?app={app}&ttl=2s", PG.url()));
     // Refused, the row was given back untouched: no owner, the empty record of its first grant.
-    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
+    let mut client = PgClient::connect(&PG.url()).unwrap();
     let refused = format!("{app}-refused");
     let uri = format!("{}?app={refused}&ttl=2s", PG.url());
     let error = open(&uri, single_worker(), offset_clock(-10_000)).unwrap_err();

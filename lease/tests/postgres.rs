@@ -26,7 +26,7 @@ fn the_table_holds_one_row_per_worker_id_with_its_marks() {
     let (_serial, app, uri) = PG.namespace(&SERIAL, "rows", "2s").unwrap();
     let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
     let id = gen.next_id().unwrap();
-    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
+    let mut client = PgClient::connect(&PG.url()).unwrap();
     let rows = client
         .query(
             "SELECT worker_id, owner, epoch, expires_at > now() AS live, high_water_ms \
@@ -65,7 +65,7 @@ fn a_corrupt_row_is_refused_and_left_as_it_is() {
     let (_serial, app, uri) = PG.namespace(&SERIAL, "corrupt", "2s").unwrap();
     let layout = single_worker();
     one_id_and_close(&uri, layout, LeaseOptions::default());
-    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
+    let mut client = PgClient::connect(&PG.url()).unwrap();
     client
         .execute(
             "UPDATE clockflake_leases SET high_water_ms = '{1,2,3}' WHERE app = $1",
@@ -122,7 +122,7 @@ fn eight_processes_times_100_000_ids_are_all_unique() {
 #[test]
 fn a_row_that_lost_its_marks_is_refused_never_read_as_unused() {
     let (_serial, app, uri) = PG.namespace(&SERIAL, "lost-marks", "2s").unwrap();
-    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
+    let mut client = PgClient::connect(&PG.url()).unwrap();
     common::a_record_that_lost_its_marks_is_refused(&uri, || {
         // A careless migration (or a restored row) resets the record to NULL.
         client
@@ -154,7 +154,7 @@ fn the_restore_procedure_keeps_ids_issued_after_the_backup_unique() {
     // skewed coordinator: no clock check (`max_skew=off`).
     let uri = format!("{uri}&max_skew=off");
     let layout = single_worker();
-    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
+    let mut client = PgClient::connect(&PG.url()).unwrap();
     // The backup, with clock sequence 0 used up to T - 5 s...
     one_id_and_close(&uri, layout, offset_clock(-5_000));
     let backup = client
@@ -253,7 +253,7 @@ fn the_first_leases_on_an_empty_database_open_at_once() {
             let gen = result.unwrap_or_else(|error| panic!("round {round}: {error}"));
             gen.close().unwrap();
         }
-        let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
+        let mut client = PgClient::connect(&PG.url()).unwrap();
         client
             .batch_execute(&format!("DROP TABLE {table}"))
             .unwrap();
@@ -265,7 +265,7 @@ fn the_first_leases_on_an_empty_database_open_at_once() {
 #[test]
 fn a_table_of_another_shape_is_refused_and_left_as_it_is() {
     let table = format!("not_ours_{}", std::process::id());
-    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
+    let mut client = PgClient::connect(&PG.url()).unwrap();
     client
         .batch_execute(&format!("CREATE TABLE {table} (id integer PRIMARY KEY)"))
         .unwrap();
@@ -293,7 +293,7 @@ fn a_table_of_another_shape_is_refused_and_left_as_it_is() {
 #[test]
 fn a_server_error_carries_the_servers_message_and_sqlstate() {
     let role = format!("no_create_{}", std::process::id());
-    let mut client = postgres::Client::connect(&PG.url(), postgres::NoTls).unwrap();
+    let mut client = PgClient::connect(&PG.url()).unwrap();
     client
         .batch_execute(&format!("CREATE ROLE {role} LOGIN"))
         .unwrap();

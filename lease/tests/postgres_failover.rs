@@ -101,7 +101,7 @@ fn a_sync_replica_promoted_while_the_old_primary_runs_repeats_no_id() {
     ha(&["promote"]);
     // The promoted replica inherited synchronous_standby_names and has no standby: the
     // operator clears it (see the next test for what happens when nobody does).
-    let mut client = postgres::Client::connect(&replica, postgres::NoTls).unwrap();
+    let mut client = PgClient::connect(&replica).unwrap();
     client
         .batch_execute("ALTER SYSTEM SET synchronous_standby_names = ''")
         .unwrap();

@@ -80,7 +80,7 @@ fn uri(url: &str, host: &str, label: &str, params: &str) -> String {
 fn open_and_check(uri: &str, plain_url: &str, label: &str) -> Result<bool, LeaseError> {
     let gen = open(uri, Layout::CLOCKSEQ, LeaseOptions::default())?;
     gen.next_id().unwrap();
-    let mut client = postgres::Client::connect(plain_url, postgres::NoTls).unwrap();
+    let mut client = PgClient::connect(plain_url).unwrap();
     let row = client
         .query_one(
             "SELECT bool_or(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \

@@ -740,7 +740,7 @@ pub fn a_new_lease_continues_after(uri: &str, before: &[u64], label: &str) {
 
 /// The PostgreSQL row of the single-worker namespace `app` after a refused open: asserts it
 /// was given back (no owner) and returns its marks, which the refusal must leave alone.
-pub fn pg_given_back_marks(client: &mut postgres::Client, app: &str) -> Option<Vec<Option<i64>>> {
+pub fn pg_given_back_marks(client: &mut PgClient, app: &str) -> Option<Vec<Option<i64>>> {
     let row = client
         .query_one(
             "SELECT owner, high_water_ms FROM clockflake_leases WHERE app = $1",
@@ -749,4 +749,45 @@ pub fn pg_given_back_marks(client: &mut postgres::Client, app: &str) -> Option<V
         .unwrap();
     assert_eq!(row.get::<_, Option<String>>("owner"), None, "given back");
     row.get("high_water_ms")
+}
+
+/// A client for the tests' own statements on a test server: tokio-postgres (as the library uses
+/// it) on a one-thread runtime, with the synchronous calls the tests make. Not the `postgres`
+/// crate: as a dev-dependency it was built by every test build, the loom build too, where
+/// tokio has no `net`.
+pub struct PgClient {
+    runtime: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+type PgResult<T> = Result<T, tokio_postgres::Error>;
+type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
+
+impl PgClient {
+    pub fn connect(url: &str) -> PgResult<PgClient> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (client, connection) =
+            runtime.block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))?;
+        runtime.spawn(connection);
+        Ok(PgClient { runtime, client })
+    }
+
+    pub fn batch_execute(&mut self, sql: &str) -> PgResult<()> {
+        self.runtime.block_on(self.client.batch_execute(sql))
+    }
+
+    pub fn execute(&mut self, sql: &str, params: Params<'_>) -> PgResult<u64> {
+        self.runtime.block_on(self.client.execute(sql, params))
+    }
+
+    pub fn query(&mut self, sql: &str, params: Params<'_>) -> PgResult<Vec<tokio_postgres::Row>> {
+        self.runtime.block_on(self.client.query(sql, params))
+    }
+
+    pub fn query_one(&mut self, sql: &str, params: Params<'_>) -> PgResult<tokio_postgres::Row> {
+        self.runtime.block_on(self.client.query_one(sql, params))
+    }
 }
