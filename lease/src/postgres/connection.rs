@@ -97,8 +97,8 @@ impl PostgresCoordinator {
         self.unavailable(reason)
     }
 
-    /// `COORDINATOR_UNAVAILABLE` with `error`'s text scrubbed of the password: the `postgres`
-    /// crate's errors (and the server's) may echo connection settings.
+    /// `COORDINATOR_UNAVAILABLE` with `error`'s text scrubbed of the password: the client's
+    /// errors (and the server's) may echo connection settings.
     pub(super) fn unavailable(&self, error: impl std::fmt::Display) -> LeaseError {
         let secrets = self
             .config
@@ -180,7 +180,7 @@ impl PostgresCoordinator {
     }
 }
 
-/// What a `postgres` error says. The crate's own text stops at "db error" or "error
+/// What a `tokio-postgres` error says. The crate's own text stops at "db error" or "error
 /// connecting to server": the server's message and SQLSTATE, or the cause, are in its source.
 pub(super) fn described(error: &tokio_postgres::Error) -> String {
     if let Some(db) = error.as_db_error() {
