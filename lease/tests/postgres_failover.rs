@@ -11,7 +11,7 @@
 mod common;
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clockflake::Layout;
 use clockflake_lease::{open, LeaseOptions};
@@ -121,18 +121,13 @@ fn open_is_bounded_when_commits_wait_for_an_absent_synchronous_standby() {
     let primary = ha(&["primary-url"]);
     ha(&["cut"]);
     let uri = single(&primary, &app("absent-standby"));
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let started = Instant::now();
-        let result = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).map(|gen| gen.close());
-        let _ = sender.send((
-            result.map(|_| ()).map_err(|e| (e.code(), e.to_string())),
-            started.elapsed(),
-        ));
-    });
-    let (result, took) = receiver
-        .recv_timeout(Duration::from_secs(10))
-        .expect("open() still waiting after 10 s");
+    let (result, took) = within(Duration::from_secs(10), move || {
+        open(&uri, Layout::CLOCKSEQ, LeaseOptions::default())
+            .map(|gen| gen.close())
+            .map(|_| ())
+            .map_err(|e| (e.code(), e.to_string()))
+    })
+    .expect("open() still waiting after 10 s");
     let (code, message) = result.expect_err("open() succeeded without a standby");
     assert_eq!(code, "COORDINATOR_UNAVAILABLE", "{message}");
     assert!(message.contains("synchronous_standby_names"), "{message}");

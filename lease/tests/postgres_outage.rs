@@ -144,21 +144,6 @@ impl Drop for Frozen {
     }
 }
 
-/// `call` on a thread of its own: what it returned and how long it took, or `None` if it had
-/// not returned after `limit` (it is left running: a hang fails the test instead of hanging it).
-fn within<T: Send + 'static>(
-    limit: Duration,
-    call: impl FnOnce() -> T + Send + 'static,
-) -> Option<(T, Duration)> {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let started = std::time::Instant::now();
-        let result = call();
-        let _ = sender.send((result, started.elapsed()));
-    });
-    receiver.recv_timeout(limit).ok()
-}
-
 /// A frozen server (SIGSTOP: the kernel still accepts connections and acknowledges packets, so
 /// no socket timeout fires) bounds `open` and `close` as a dead one does: `open` gives up with
 /// `COORDINATOR_UNAVAILABLE` within the patience of its connection and of its request (half the

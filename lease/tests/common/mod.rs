@@ -37,6 +37,21 @@ pub fn patiently<T>(mut call: impl FnMut() -> Result<T, clockflake_lease::LeaseE
     }
 }
 
+/// `call` on a thread of its own: what it returned and how long it took, or `None` if it had
+/// not returned after `limit` (it is left running: a hang fails the test instead of hanging it).
+pub fn within<T: Send + 'static>(
+    limit: Duration,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> Option<(T, Duration)> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        let result = call();
+        let _ = sender.send((result, started.elapsed()));
+    });
+    receiver.recv_timeout(limit).ok()
+}
+
 /// The layout of `--single-worker`: one worker id, so a rival can only take that one.
 pub fn single_worker() -> Layout {
     Layout::new(
