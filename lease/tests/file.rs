@@ -9,9 +9,9 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clockflake::{Error, Layout};
+use clockflake::{Error, Layout, State};
 use clockflake_lease::{
-    open, wall_ms, Coordinator, FileCoordinator, LeaseOptions, LeasedGenerator,
+    open, wall_ms, Coordinator, FileCoordinator, Grant, LeaseError, LeaseOptions, LeasedGenerator,
 };
 use common::*;
 
@@ -476,4 +476,59 @@ fn an_invalid_uri_names_every_coordinator_scheme() {
     ] {
         assert!(message.contains(scheme), "{message}");
     }
+}
+
+/// A coordinator that answers its grant only after the lease it grants has run out (a cold
+/// server, a stalled network): `FileCoordinator`'s lock with a 200 ms TTL, granted 300 ms
+/// after it was asked for.
+struct LateGrant(FileCoordinator);
+
+impl Coordinator for LateGrant {
+    fn redacted_uri(&self) -> String {
+        self.0.redacted_uri()
+    }
+    fn acquire(&mut self, layout: &Layout, now_ms: u64) -> Result<Grant, LeaseError> {
+        let grant = self.0.acquire(layout, now_ms)?;
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(Grant {
+            ttl: Some(Duration::from_millis(200)),
+            ..grant
+        })
+    }
+    fn renew(&mut self, state: &State) -> Result<(), LeaseError> {
+        self.0.renew(state)
+    }
+    fn release(&mut self, state: Option<&State>) -> Result<(), LeaseError> {
+        self.0.release(state)
+    }
+    fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError> {
+        self.0.read_state(worker_id)
+    }
+}
+
+/// A grant that comes back after its lease's deadline is refused by `open` itself, with a
+/// retryable `COORDINATOR_UNAVAILABLE` that says so, and the worker id is given back: `open`
+/// returned a generator that refused every id with `LEASE_LOST` (seen on a cold ZooKeeper).
+#[test]
+fn a_grant_answered_after_its_deadline_is_refused_by_open() {
+    let dir = TempDir::new("late-grant");
+    let late = LateGrant(FileCoordinator::new(&*dir, "late").unwrap());
+    let error = LeasedGenerator::start(
+        Box::new(late),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+        Duration::from_secs(1),
+    )
+    .map(|gen| gen.next_id())
+    .expect_err("open returned a lease past its deadline");
+    assert_eq!(error.code(), "COORDINATOR_UNAVAILABLE", "{error}");
+    assert!(error.to_string().contains("deadline"), "{error}");
+    // The worker id was given back: the next holder gets worker 0.
+    let next = open(
+        &uri(&dir, "late"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(next.worker_id(), 0);
 }

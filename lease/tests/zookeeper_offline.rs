@@ -41,8 +41,7 @@ fn one_worker_no_clock_seq() -> Layout {
 
 /// A TTL of 3 s: the lease's deadline counts from before the grant, and the first grant of this
 /// binary opens a session on a server started seconds before (a cold JVM). With 1 s, a fresh
-/// `make test` saw `open` return a lease already past its deadline ("no renewal before the lease
-/// deadline" at the first id).
+/// `make test` saw that grant come back past its deadline (`open` now refuses such a grant).
 fn offline_uri(app: &str, cache: &Path) -> String {
     format!(
         "{}/snowflake/{app}?ttl=3s&server=10.7.0.1:80&takeover=off&offline=cache&cache={}\

@@ -276,12 +276,27 @@ impl LeasedGenerator {
                 break;
             }
         }
+        // A grant answered after its own deadline (a cold server, a stalled network) would
+        // start a generator that refuses every id: refused here instead, and retryable.
+        let deadline_boot_ms = terms.deadline_after(sent_boot_ms);
+        let started_boot_ms = boot_ms();
+        if started_boot_ms >= deadline_boot_ms {
+            return Err(LeaseError::unavailable(
+                &coordinator.redacted_uri(),
+                format!(
+                    "the grant and the first reservation took {} ms, past the lease deadline \
+                     (the TTL less its margin: {} ms); try again",
+                    started_boot_ms.saturating_sub(sent_boot_ms),
+                    deadline_boot_ms.saturating_sub(sent_boot_ms),
+                ),
+            ));
+        }
         let max_handover_wait_ms = options.max_handover_wait.as_millis() as u64;
         Ok(move |coordinator, redacted_uri| Shared {
             gen,
             time,
             limits: Limits::new(
-                terms.deadline_after(sent_boot_ms),
+                deadline_boot_ms,
                 until_ms - terms.ahead_ms,
                 layout.place(Field::ClockSeq, clock_seq),
             ),
