@@ -79,3 +79,21 @@ pub(super) fn granted_marks() -> String {
          timeline = {TIMELINE}"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `COLUMNS` names every column `SCHEMA` creates, in its order, and nothing else: a column
+    /// added to one and not the other would let a table without it be used, or refuse ours.
+    #[test]
+    fn columns_are_the_schemas() {
+        let created: Vec<&str> = SCHEMA
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|word| word.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .collect();
+        assert_eq!(created, COLUMNS);
+    }
+}
