@@ -12,7 +12,9 @@
 #   scripts/postgres-ha.sh cut        SIGSTOP the primary's walsenders: the replica receives nothing
 #                                 more (an asynchronous replica falls behind; a synchronous
 #                                 primary's commits wait)
-#   scripts/postgres-ha.sh kill-primary   the primary stops at once (pg_ctl -m immediate)
+#   scripts/postgres-ha.sh freeze-primary   SIGSTOP the primary's postmaster and backends (a
+#                                 paused VM: its kernel still accepts connections)
+#   scripts/postgres-ha.sh kill-primary   the primary stops at once (kill -9, a frozen one too)
 #   scripts/postgres-ha.sh promote    the replica becomes a primary (pg_ctl promote -w): a new timeline
 #   scripts/postgres-ha.sh stop       both stopped, the directory deleted
 #
@@ -46,9 +48,10 @@ server_start() {
 server_stop() {
   local name=$1 postmaster
   if [ -f "$DIR/$name/postmaster.pid" ]; then
-    # Frozen walsenders (cut) must not hold the shutdown.
+    # Frozen walsenders (cut) must not hold the shutdown, nor a frozen server (freeze-primary).
     postmaster=$(head -1 "$DIR/$name/postmaster.pid")
     for pid in $(pgrep -P "$postmaster" -f walsender || true); do kill -9 "$pid" 2>/dev/null || true; done
+    for pid in "$postmaster" $(pgrep -P "$postmaster" || true); do kill -CONT "$pid" 2>/dev/null || true; done
   fi
   if [ -d "$DIR/$name" ] && as_pg "$PGBIN/pg_ctl" -D "$DIR/$name" status >/dev/null 2>&1; then
     as_pg "$PGBIN/pg_ctl" -D "$DIR/$name" -m immediate -w stop >/dev/null || true
@@ -107,6 +110,13 @@ case "${1:-}" in
     postmaster=$(head -1 "$DIR/primary/postmaster.pid")
     for pid in $(pgrep -P "$postmaster" -f walsender || true); do kill -STOP "$pid"; done
     ;;
+  freeze-primary)
+    # SIGSTOP the primary's postmaster and every backend (a paused VM): its kernel still
+    # accepts connections, and nothing answers them.
+    postmaster=$(head -1 "$DIR/primary/postmaster.pid")
+    kill -STOP "$postmaster"
+    for pid in $(pgrep -P "$postmaster" || true); do kill -STOP "$pid"; done
+    ;;
   kill-primary)
     # kill -9, children first: a stopped walsender is killed before it can send anything more.
     postmaster=$(head -1 "$DIR/primary/postmaster.pid")
@@ -123,7 +133,7 @@ case "${1:-}" in
     rm -rf "$DIR"
     ;;
   *)
-    echo "usage: $0 start async|sync|primary-url|replica-url|cut|kill-primary|promote|stop" >&2
+    echo "usage: $0 start async|sync|primary-url|replica-url|cut|freeze-primary|kill-primary|promote|stop" >&2
     exit 2
     ;;
 esac

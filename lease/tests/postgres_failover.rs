@@ -134,3 +134,30 @@ fn open_is_bounded_when_commits_wait_for_an_absent_synchronous_standby() {
     assert!(took < Duration::from_secs(4), "open() took {took:?}");
     ha(&["stop"]);
 }
+
+/// A multi-host URI whose first host is the old primary, frozen (a paused VM: its kernel still
+/// accepts connections and nothing answers), the replica promoted: a newcomer opens on the
+/// promoted replica. Each host is given its share of the connection's patience; the whole
+/// connection had one bound, which the frozen first host spent, and every open failed with
+/// `COORDINATOR_UNAVAILABLE` ("no answer within 2000 ms").
+#[test]
+fn newcomers_open_on_the_promoted_replica_while_the_old_primary_is_frozen() {
+    let Some(_turn) = pair("async") else { return };
+    let uri = multi_host(&app("frozen-primary"));
+    ha(&["freeze-primary"]);
+    ha(&["promote"]);
+    let (issued, took) = within(Duration::from_secs(10), move || {
+        let gen = open(&uri, Layout::CLOCKSEQ, LeaseOptions::default())?;
+        let id = gen.next_id();
+        gen.close()?;
+        id
+    })
+    .expect("open() still waiting after 10 s");
+    if let Err(error) = issued {
+        panic!("no id from the promoted replica after {took:?}: {error}");
+    }
+    eprintln!("an id from the promoted replica after {took:?}");
+    assert!(took < Duration::from_secs(4), "open() took {took:?}");
+    ha(&["kill-primary"]);
+    ha(&["stop"]);
+}

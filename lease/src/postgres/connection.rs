@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::CertificateError;
 
@@ -14,34 +14,70 @@ use super::PostgresCoordinator;
 use crate::LeaseError;
 
 impl PostgresCoordinator {
-    /// A new connection under the TLS settings. Under `prefer`, a server that offers no TLS
-    /// is used in plain text, and so (as libpq does) is one whose TLS handshake fails.
+    /// A new connection under the TLS settings, within the patience. A multi-host URI's hosts
+    /// are tried one at a time from the one that answered last, each within its share of the
+    /// time left: a frozen host (whose kernel accepts connections) then spends only its share.
     fn connect(&mut self) -> Result<Session, LeaseError> {
-        use tokio_postgres::config::SslMode as Wire;
         let tls = match &self.tls {
             Some(tls) => tls.clone(),
             None => PgTls::new(SslMode::Prefer, None).map_err(|error| self.unavailable(error))?,
         };
-        let mut config = self.config.clone();
+        let hosts = if self.each_host.is_empty() {
+            vec![self.config.clone()]
+        } else {
+            self.each_host.clone()
+        };
+        let give_up_at = Instant::now() + self.patience();
+        let mut failure = None;
+        for tried in 0..hosts.len() {
+            let at = (self.first_host + tried) % hosts.len();
+            let left = give_up_at.saturating_duration_since(Instant::now());
+            let share = left / (hosts.len() - tried) as u32;
+            match self.connect_to(hosts[at].clone(), &tls, share) {
+                Ok(session) => {
+                    self.first_host = at;
+                    return Ok(session);
+                }
+                Err(error) => failure = Some(error),
+            }
+        }
+        let failure = failure.unwrap_or(Failure::NoAnswer { closed: true });
+        Err(self.connect_error(&tls, &failure))
+    }
+
+    /// A connection to `config`'s host within `within`. Under `prefer`, a server that offers no
+    /// TLS is used in plain text, and so (as libpq does) is one whose TLS handshake fails.
+    fn connect_to(
+        &self,
+        mut config: tokio_postgres::Config,
+        tls: &PgTls,
+        within: Duration,
+    ) -> Result<Session, Failure> {
+        use tokio_postgres::config::SslMode as Wire;
         config.ssl_mode(match tls.mode {
             SslMode::Disable => Wire::Disable,
             SslMode::Prefer => Wire::Prefer,
             SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => Wire::Require,
         });
-        let patience = self.patience();
-        let connect = |config: &tokio_postgres::Config| {
+        let started = Instant::now();
+        let connect = |config: &tokio_postgres::Config, within: Duration| {
             let notice = Arc::clone(&self.sync_rep_notice);
-            Session::connect(config, tls.connector.clone(), patience, notice)
+            Session::connect(
+                config,
+                tls.connector.clone(),
+                within,
+                self.patience(),
+                notice,
+            )
         };
-        match connect(&config) {
-            Ok(session) => Ok(session),
+        match connect(&config, within) {
             Err(Failure::Server(error))
                 if tls.mode == SslMode::Prefer && rustls_error(&error).is_some() =>
             {
                 config.ssl_mode(Wire::Disable);
-                connect(&config).map_err(|failure| self.connect_error(&tls, &failure))
+                connect(&config, within.saturating_sub(started.elapsed()))
             }
-            Err(failure) => Err(self.connect_error(&tls, &failure)),
+            connected => connected,
         }
     }
 
@@ -51,11 +87,15 @@ impl PostgresCoordinator {
         let error = match failure {
             Failure::Server(error) => error,
             Failure::NoAnswer { .. } => {
+                let hosts = match self.each_host.len() {
+                    0 | 1 => String::new(),
+                    hosts => format!(" from the last of {hosts} hosts tried in turn"),
+                };
                 return self.unavailable(format!(
-                    "no answer within {} ms: the connection was given up (a server that accepts \
-                     connections but does not answer: frozen, overloaded or starting)",
+                    "no answer{hosts} within {} ms: the connection was given up (a server that \
+                     accepts connections but does not answer: frozen, overloaded or starting)",
                     self.patience().as_millis()
-                ))
+                ));
             }
             Failure::Runtime(error) => return self.unavailable(error),
         };
@@ -173,11 +213,17 @@ impl PostgresCoordinator {
         }
     }
 
-    /// How long one request may take: half the TTL (at least 200 ms), so that a renewal that
-    /// fails still leaves time for another before the lease ends.
+    /// How long one request may take (see [`patience`]).
     fn patience(&self) -> Duration {
-        (self.ttl / 2).max(Duration::from_millis(200))
+        patience(self.ttl)
     }
+}
+
+/// How long one request (a connection, a statement) may take under `ttl`: half the TTL (at
+/// least 200 ms), so that a renewal that fails still leaves time for another before the lease
+/// ends.
+pub(super) fn patience(ttl: Duration) -> Duration {
+    (ttl / 2).max(Duration::from_millis(200))
 }
 
 /// What a `tokio-postgres` error says. The crate's own text stops at "db error" or "error

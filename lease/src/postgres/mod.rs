@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clockflake::{Error, Layout, State};
+use tokio_postgres::config::LoadBalanceHosts;
 use tokio_postgres::{Config, Row};
 
 use crate::coordinator::{preference_order, Coordinator, Grant};
@@ -41,6 +42,10 @@ use tls::PgTls;
 /// Worker ids from row leases in PostgreSQL.
 pub struct PostgresCoordinator {
     config: Config,
+    /// A multi-host URI's hosts, one config each (empty: `config` alone), and the one to try
+    /// first: the one that answered last.
+    each_host: Vec<Config>,
+    first_host: usize,
     redacted_uri: String,
     session: Option<session::Session>,
     table: String,
@@ -76,15 +81,11 @@ impl PostgresCoordinator {
         ttl: Duration,
         owner: String,
     ) -> PostgresCoordinator {
-        // A dead server must not hold a renewal past the lease: bound every wait by the TTL.
-        let patience = (ttl / 2).max(Duration::from_millis(200));
-        config.connect_timeout(patience);
-        config.tcp_user_timeout(patience);
-        if config.get_application_name().is_none() {
-            config.application_name("clockflake-lease");
-        }
+        tune(&mut config, ttl);
         PostgresCoordinator {
             config,
+            each_host: Vec::new(),
+            first_host: 0,
             redacted_uri,
             session: None,
             table: table.to_owned(),
@@ -97,6 +98,23 @@ impl PostgresCoordinator {
             max_skew: Some(crate::coordinator::DEFAULT_MAX_SKEW),
             sync_rep_notice: Arc::default(),
         }
+    }
+
+    /// Connects to one host at a time, in order (from a random one under
+    /// `load_balance_hosts=random`), from the one that answered last, each given its share of
+    /// the time left: `each_host` has one config per host of `config` (the URI's hosts).
+    pub(crate) fn with_each_host(mut self, mut each_host: Vec<Config>) -> PostgresCoordinator {
+        for config in &mut each_host {
+            tune(config, self.ttl);
+        }
+        if self.config.get_load_balance_hosts() == LoadBalanceHosts::Random {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.subsec_nanos() as usize);
+            self.first_host = nanos % each_host.len().max(1);
+        }
+        self.each_host = each_host;
+        self
     }
 
     /// Connects with these TLS settings (`sslmode`, `sslrootcert`) instead of libpq's default
@@ -146,7 +164,7 @@ impl PostgresCoordinator {
             }
             created
         })?;
-        if !missing.is_empty() {
+        if let Some(missing) = missing {
             return Err(LeaseError::corrupt(
                 format!("{} table {}", self.redacted_uri, self.table),
                 format!(
@@ -174,9 +192,25 @@ impl PostgresCoordinator {
     }
 }
 
-/// The transaction of [`PostgresCoordinator::ensure_schema`] on `table`: the columns a table of
-/// that name lacks (empty: ready; anything else: rolled back).
-fn create_schema(db: &Statements<'_>, table: &str, app: &str, max: i32) -> Result<String, Failure> {
+/// Every wait bounded by the TTL (a dead server must not hold a renewal past the lease), and
+/// the application name servers show.
+fn tune(config: &mut Config, ttl: Duration) {
+    let patience = connection::patience(ttl);
+    config.connect_timeout(patience);
+    config.tcp_user_timeout(patience);
+    if config.get_application_name().is_none() {
+        config.application_name("clockflake-lease");
+    }
+}
+
+/// The transaction of [`PostgresCoordinator::ensure_schema`] on `table`: `None` when the table
+/// and the app's rows are ready, or the columns a table of that name lacks (rolled back).
+fn create_schema(
+    db: &Statements<'_>,
+    table: &str,
+    app: &str,
+    max: i32,
+) -> Result<Option<String>, Failure> {
     db.batch_execute("BEGIN")?;
     db.execute(
         "SELECT pg_advisory_xact_lock(hashtext($1))",
@@ -205,7 +239,7 @@ fn create_schema(db: &Statements<'_>, table: &str, app: &str, max: i32) -> Resul
         ))?,
         _ => {
             db.batch_execute("ROLLBACK")?;
-            return Ok(missing.join(", "));
+            return Ok(Some(missing.join(", ")));
         }
     }
     db.execute(
@@ -217,7 +251,7 @@ fn create_schema(db: &Statements<'_>, table: &str, app: &str, max: i32) -> Resul
         &[&app, &max],
     )?;
     db.batch_execute("COMMIT")?;
-    Ok(String::new())
+    Ok(None)
 }
 
 impl Coordinator for PostgresCoordinator {

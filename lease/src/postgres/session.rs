@@ -61,12 +61,13 @@ pub(super) struct Session {
 }
 
 impl Session {
-    /// Connects (TCP, TLS, the start-up exchange) within `patience`, or gives up
-    /// (`NoAnswer`). `sync_rep_notice` is set when the server warns that it cancelled a
-    /// commit's wait for synchronous replication.
+    /// Connects (TCP, TLS, the start-up exchange) within `within`, or gives up (`NoAnswer`);
+    /// each statement then has `patience`. `sync_rep_notice` is set when the server warns that
+    /// it cancelled a commit's wait for synchronous replication.
     pub(super) fn connect(
         config: &Config,
         tls: MakeRustlsConnect,
+        within: Duration,
         patience: Duration,
         sync_rep_notice: Arc<AtomicBool>,
     ) -> Result<Session, Failure> {
@@ -74,7 +75,7 @@ impl Session {
             .enable_all()
             .build()
             .map_err(Failure::Runtime)?;
-        let deadline = Instant::now() + patience;
+        let deadline = Instant::now() + within;
         let connecting = config.connect(tls.clone());
         let (client, mut connection) = runtime
             .block_on(async { timeout_at(deadline.into(), connecting).await })

@@ -57,12 +57,26 @@ pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
         None => Some(crate::coordinator::DEFAULT_MAX_SKEW),
         Some(value) => crate::uri::parse_max_skew(uri, value)?,
     };
-    let config = pg_config(uri, &parts, &passthrough)?;
+    let config = pg_config(uri, &parts, &passthrough, None)?;
+    // Each host of a multi-host URI on its own too, so that each is given its share of the
+    // connection's patience: a frozen first host would otherwise spend all of it.
+    let each_host = if parts.hosts.len() > 1
+        && !passthrough
+            .iter()
+            .any(|(key, _)| matches!(*key, "host" | "hostaddr" | "port"))
+    {
+        (0..parts.hosts.len())
+            .map(|host| pg_config(uri, &parts, &passthrough, Some(host)))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
     let app = params.app;
     let redacted_uri = format!("{}?app={app}", parts.base());
     Ok(Target {
         coordinator: Box::new(
             PostgresCoordinator::new(config, redacted_uri, &table, &app, ttl, owner_token())
+                .with_each_host(each_host)
                 .with_tls(tls)
                 .with_max_skew(max_skew),
         ),
@@ -72,12 +86,13 @@ pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
 
 /// The connection config of a `postgres://` URI, from the parts `url` found, with the same
 /// meaning as libpq's URIs (parameters after the URI's own user, host, port and database;
-/// a `password` parameter wins over the user info's). The password never passes through
-/// text the `postgres` crate could echo.
+/// a `password` parameter wins over the user info's), for every host or for the `only` one.
+/// The password never passes through text the client could echo.
 fn pg_config(
     uri: &str,
     parts: &Parts,
     passthrough: &[(&str, &str)],
+    only: Option<usize>,
 ) -> Result<tokio_postgres::Config, LeaseError> {
     fn quoted(value: &str) -> String {
         format!("'{}'", value.replace('\\', "\\\\").replace('\'', "\\'"))
@@ -90,7 +105,12 @@ fn pg_config(
     if !parts.hosts.is_empty() {
         let mut hosts = Vec::new();
         let mut ports = Vec::new();
-        for (host, port) in &parts.hosts {
+        let chosen = parts
+            .hosts
+            .iter()
+            .enumerate()
+            .filter(|(at, _)| only.is_none_or(|only| only == *at));
+        for (_, (host, port)) in chosen {
             let host = host
                 .strip_prefix('[')
                 .and_then(|h| h.strip_suffix(']'))
@@ -161,20 +181,44 @@ mod tests {
         );
         assert!(!shown.contains("s3cret"), "{shown}");
         let parts = parse("postgres://me:pw@h/db?password=other").unwrap();
-        let pg = pg_config("x", &parts, &[("password", "other")]).unwrap_or_else(|e| panic!("{e}"));
+        let pg = pg_config("x", &parts, &[("password", "other")], None)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(pg.get_password(), Some(&b"other"[..]), "the parameter wins");
-        let pg =
-            pg_config("x", &parts, &[("options", "-c a='b\\c'")]).unwrap_or_else(|e| panic!("{e}"));
+        let pg = pg_config("x", &parts, &[("options", "-c a='b\\c'")], None)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(pg.get_password(), Some(&b"pw"[..]));
         assert_eq!(pg.get_options(), Some("-c a='b\\c'"));
         assert_eq!(pg.get_dbname(), Some("db"));
         assert_eq!(pg.get_user(), Some("me"));
         let parts = parse("postgres://me@%2Ftmp%2Fsock:5433/db").unwrap();
-        let pg = pg_config("x", &parts, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let pg = pg_config("x", &parts, &[], None).unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(
             pg.get_hosts(),
             [tokio_postgres::config::Host::Unix(_)]
         ));
         assert_eq!(pg.get_ports(), [5433]);
+    }
+
+    /// A multi-host URI also gives one config per host, each with that host and its port
+    /// only and every other setting: each host is then tried with its own share of the
+    /// connection's patience.
+    #[test]
+    fn a_config_for_each_host() {
+        use tokio_postgres::config::{Host, TargetSessionAttrs};
+        let parts = parse("postgres://me:pw@a:5433,b,c:5435/db").unwrap();
+        let settings = [("target_session_attrs", "read-write")];
+        let all = pg_config("x", &parts, &settings, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(all.get_hosts().len(), 3);
+        for (at, (host, port)) in [("a", 5433), ("b", 5432), ("c", 5435)].iter().enumerate() {
+            let one = pg_config("x", &parts, &settings, Some(at)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(one.get_hosts(), [Host::Tcp(host.to_string())]);
+            assert_eq!(one.get_ports(), [*port]);
+            assert_eq!(one.get_password(), Some(&b"pw"[..]));
+            assert_eq!(one.get_dbname(), Some("db"));
+            assert_eq!(
+                one.get_target_session_attrs(),
+                TargetSessionAttrs::ReadWrite
+            );
+        }
     }
 }
