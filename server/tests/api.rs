@@ -8,13 +8,16 @@
 mod common;
 
 use clockflake::{Layout, PublicIds};
-use common::{get, raw, raw_status, send, Rng, Server};
+use common::{get, raw, raw_status, send, Rng, Server, TempDir};
 
 const KEY_HEX: &str = "000102030405060708090a0b0c0d0e0f";
 const OLD_KEY_HEX: &str = "f0e0d0c0b0a090807060504030201000";
 
-fn file_lease(name: &str) -> String {
-    format!("file://{}?app=api", common::temp_dir(name).display())
+/// A `file://` lease in a directory of its own, removed when the `TempDir` is dropped.
+fn file_lease(name: &str) -> (TempDir, String) {
+    let dir = TempDir::new(name);
+    let uri = format!("file://{}?app=api", dir.display());
+    (dir, uri)
 }
 
 fn hex(text: &str) -> [u8; 16] {
@@ -70,7 +73,7 @@ fn unavailable_coordinator_and_bad_configuration() {
     );
     drop(server);
 
-    let temp = common::temp_dir("bad-config");
+    let temp = TempDir::new("bad-config");
     let lease = format!("file://{}", temp.display());
     for (args, env) in [
         (vec!["--lease", "ftp://example/x"], vec![]),
@@ -116,8 +119,9 @@ fn unavailable_coordinator_and_bad_configuration() {
 fn public_keys_and_token_from_the_environment() {
     const TOKEN: &str = "s3cret-token-0123456789";
     let keys = format!("2:{KEY_HEX}, 1:{OLD_KEY_HEX}");
+    let (_lease_dir, lease) = file_lease("token");
     let server = Server::start(
-        &file_lease("token"),
+        &lease,
         &[],
         &[
             ("CLOCKFLAKE_PUBLIC_KEY", keys.as_str()),
@@ -154,7 +158,7 @@ fn public_keys_and_token_from_the_environment() {
     );
     assert_eq!(decoded.json()["id"], "7", "{}", decoded.body);
     drop(server);
-    let lease = file_lease("token-bad");
+    let (_lease_dir, lease) = file_lease("token-bad");
     for (name, value) in [
         ("CLOCKFLAKE_PUBLIC_TOKEN", "short"),
         ("CLOCKFLAKE_PUBLIC_TOKEN", "has a space in it 0123456789"),
@@ -193,7 +197,7 @@ fn tls_listener() {
         eprintln!("skipped: openssl or curl not found");
         return;
     }
-    let dir = common::temp_dir("tls");
+    let dir = TempDir::new("tls");
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let made = std::process::Command::new("openssl")
         .args([
@@ -214,7 +218,7 @@ fn tls_listener() {
         .unwrap();
     assert!(made.status.success(), "{made:?}");
     let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
-    let lease = file_lease("tls");
+    let (_lease_dir, lease) = file_lease("tls");
     let mut command = std::process::Command::new(common::SERVER);
     command
         .args(["--lease", &lease, "--listen", "127.0.0.1:0"])
@@ -294,7 +298,7 @@ fn clock_outside_the_layout_lifetime() {
             Some(epoch_2099),
         ),
     ] {
-        let dir = common::temp_dir("clock-range");
+        let dir = TempDir::new("clock-range");
         let lease = format!("file://{}?app=clock", dir.join("leases").display());
         let server = Server::start(&lease, &["--layout", &layout], &[]);
         for path in ["/v1/id", "/v1/ids?count=2"] {
@@ -331,7 +335,7 @@ fn faked_clock_outside_the_layout_and_back() {
         eprintln!("skipped: {LIBFAKETIME} not found (make setup-faketime installs it)");
         return;
     }
-    let dir = common::temp_dir("faketime");
+    let dir = TempDir::new("faketime");
     let clock = dir.join("faketime");
     let clock_text = clock.to_str().unwrap();
     let env = [
@@ -341,7 +345,8 @@ fn faked_clock_outside_the_layout_and_back() {
         ("DONT_FAKE_MONOTONIC", "1"),
     ];
     std::fs::write(&clock, "@2100-01-01 00:00:00\n").unwrap();
-    let server = Server::start(&file_lease("faketime-2100"), &[], &env);
+    let (_lease_dir, lease) = file_lease("faketime-2100");
+    let server = Server::start(&lease, &[], &env);
     let body = get(&server.url("/v1/id")).assert_error(500, "TIMESTAMP_EXHAUSTED");
     assert!(body["retryAtMs"].is_null(), "{body}");
     let (status, ready) = server.readiness();
@@ -360,7 +365,8 @@ fn faked_clock_outside_the_layout_and_back() {
     drop(server);
 
     std::fs::write(&clock, "@1999-01-01 00:00:00\n").unwrap();
-    let server = Server::start(&file_lease("faketime-1999"), &[], &env);
+    let (_lease_dir, lease) = file_lease("faketime-1999");
+    let server = Server::start(&lease, &[], &env);
     let body = get(&server.url("/v1/id")).assert_error(503, "EPOCH_IN_FUTURE");
     assert_eq!(body["retryAtMs"], Layout::CLOCKSEQ.epoch_ms(), "{body}");
 }
@@ -370,7 +376,8 @@ fn faked_clock_outside_the_layout_and_back() {
 #[test]
 fn custom_layout() {
     let spec = "timestamp:41,worker:10,sequence:12;unit=1ms;epoch=1288834974657";
-    let server = Server::start(&file_lease("custom"), &["--layout", spec], &[]);
+    let (_lease_dir, lease) = file_lease("custom");
+    let server = Server::start(&lease, &["--layout", spec], &[]);
     let id: u64 = get(&server.url("/v1/id")).json()["id"]
         .as_str()
         .unwrap()
@@ -381,7 +388,7 @@ fn custom_layout() {
     let decoded = get(&server.url(&format!("/v1/decode/{id}"))).json();
     assert_eq!(decoded["workerId"], parts.worker_id);
     drop(server);
-    let lease = file_lease("custom-bad");
+    let (_lease_dir, lease) = file_lease("custom-bad");
     for bad in [
         "timestamp:41,worker:10,sequence:13;epoch=0",
         "timestamp:41,worker:10;epoch=0",
@@ -409,8 +416,9 @@ fn custom_layout() {
 /// every reply is a well-formed HTTP reply below 500, and the server stays up.
 #[test]
 fn fuzz_never_crashes() {
+    let (_lease_dir, lease) = file_lease("fuzz");
     let server = Server::start(
-        &file_lease("fuzz"),
+        &lease,
         &[],
         &[("CLOCKFLAKE_PUBLIC_KEY", &format!("1:{KEY_HEX}"))],
     );

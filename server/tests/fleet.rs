@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use clockflake::Layout;
 use clockflake_lease::wall_ms;
-use common::{Rng, Server};
+use common::{Rng, Server, TempDir};
 
 fn required() -> bool {
     std::env::var("CLOCKFLAKE_SERVER_REQUIRED").is_ok_and(|v| v == "1")
@@ -123,9 +123,7 @@ end
 "#;
 
 /// A bounded load: 2 connections, at most 1000 requests per second, for `seconds`.
-fn start_load(wrk: &PathBuf, url: &str, seconds: u64) -> Child {
-    let script = common::temp_dir("wrk").join("load.lua");
-    std::fs::write(&script, WRK_SCRIPT).unwrap();
+fn start_load(wrk: &PathBuf, script: &Path, url: &str, seconds: u64) -> Child {
     Command::new(wrk)
         .args([
             "-t",
@@ -138,7 +136,7 @@ fn start_load(wrk: &PathBuf, url: &str, seconds: u64) -> Child {
             "5s",
         ])
         .arg("-s")
-        .arg(&script)
+        .arg(script)
         .arg(url)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -189,9 +187,12 @@ fn fleet(name: &str, lease: impl Fn(&str) -> String, rival_takes_frozen_worker: 
     assert_eq!(distinct.len(), 3, "{name}: worker ids {workers:?}");
 
     let stop = Arc::new(AtomicBool::new(false));
+    let scripts = TempDir::new("wrk");
+    let script = scripts.join("load.lua");
+    std::fs::write(&script, WRK_SCRIPT).unwrap();
     let loads: Vec<Child> = servers
         .iter()
-        .map(|s| start_load(&wrk, &s.url("/v1/id"), 7))
+        .map(|s| start_load(&wrk, &script, &s.url("/v1/id"), 7))
         .collect();
     let collectors: Vec<JoinHandle<Seen>> = servers
         .iter()

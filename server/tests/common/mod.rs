@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 // Temp dirs and namespaces, the same as the lease crate's tests (clockflake-test-support); not
 // every test binary uses both.
 #[allow(unused_imports)]
-pub use clockflake_test_support::{app, temp_dir};
+pub use clockflake_test_support::{app, temp_dir, TempDir};
 
 pub const SERVER: &str = env!("CARGO_BIN_EXE_clockflake-server");
 
