@@ -120,12 +120,18 @@ setup-musl-targets: setup-rust
 	@for t in $(SERVER_MUSL); do triple=$${t%%:*}; \
 	  rustup target list --installed | grep -qx $$triple || rustup target add $$triple; done
 
+# $(call zigbuild-server,TRIPLE,PROFILE,ENV): a static clockflake-server for TRIPLE built with
+# cargo-zigbuild into target/zig/TRIPLE/PROFILE's folder (release, or debug for dev), checked static.
+define zigbuild-server
+PATH=$(SERVER_VENV)/bin:$$PATH CARGO_TARGET_DIR=$(SERVER_ZIG_DIR) $(3) \
+  $(CARGO) zigbuild -q -p clockflake-server --profile $(2) --target $(1)
+@bin=$(SERVER_ZIG_DIR)/$(1)/$(if $(filter dev,$(2)),debug,$(2))/clockflake-server; \
+  file -b $$bin | grep -q 'statically linked' || { echo "$$bin: not a static binary"; exit 1; }
+endef
+
 # build-server-musl TRIPLE: one static binary into target/zig/TRIPLE/release.
 build-server-musl-%: setup-server-musl
-	PATH=$(SERVER_VENV)/bin:$$PATH CARGO_TARGET_DIR=$(SERVER_ZIG_DIR) \
-	  $(CARGO) zigbuild -q -p clockflake-server --release --target $*
-	@file -b $(SERVER_ZIG_DIR)/$*/release/clockflake-server | grep -q 'statically linked' \
-	  || { echo "$*: not a static binary"; exit 1; }
+	$(call zigbuild-server,$*,release)
 
 dist-server: build-server-musl-x86_64-unknown-linux-musl build-server-musl-aarch64-unknown-linux-musl
 	@mkdir -p $(DIST_DIR)
@@ -148,9 +154,7 @@ dist-server: build-server-musl-x86_64-unknown-linux-musl build-server-musl-aarch
 # 314 s here, each from nothing). make dist-server images the release builds.
 SERVER_MUSL_TEST := $(SERVER_ZIG_DIR)/x86_64-unknown-linux-musl/debug/clockflake-server
 build-server-musl-test: setup-server-musl
-	PATH=$(SERVER_VENV)/bin:$$PATH CARGO_TARGET_DIR=$(SERVER_ZIG_DIR) CARGO_PROFILE_DEV_DEBUG=0 \
-	  $(CARGO) zigbuild -q -p clockflake-server --target x86_64-unknown-linux-musl
-	@file -b $(SERVER_MUSL_TEST) | grep -q 'statically linked' || { echo "$(SERVER_MUSL_TEST): not a static binary"; exit 1; }
+	$(call zigbuild-server,x86_64-unknown-linux-musl,dev,CARGO_PROFILE_DEV_DEBUG=0)
 
 test-server-image: build-server-musl-test setup-curl
 	$(SERVER_IMAGE_SCRIPT) build amd64 $(SERVER_MUSL_TEST) $(SERVER_IMAGE):test
