@@ -99,18 +99,20 @@ vectors:
 
 demo: demo-core $(DEMO_TARGETS)
 
-# make test: every install first (test-setup), then two lanes at once, each one step after
-# another (scripts/test-lanes.sh): the suites (test-core and TEST_TARGETS), printed as they run,
-# and the checks (CHECK_TARGETS) at the lowest CPU priority (nice 19), so that they take the CPU
-# the suites leave idle (a suite mostly waits on its servers); their output is printed when they
-# end.
+# make test: every install first (test-setup), then two lanes at once (scripts/test-lanes.sh):
+# the suites (test-core and TEST_TARGETS), one after another, printed as they run; and the
+# checks (CHECK_TARGETS) at the lowest CPU priority (nice 19), so that they take the CPU the
+# suites leave idle (a suite mostly waits on its servers), two at a time in the order listed
+# (scripts/run-checks.sh), printed when they end.
 # `make test-suites` and `make test-checks` run one lane alone. Concurrency is only ever this
 # explicit: .NOTPARALLEL below keeps `make -jN` from running two suites at once.
 test: test-setup
 	@bash $(ROOT)/scripts/test-lanes.sh "$(MAKE)" $(ROOT)/target/test-checks.log
 	@echo "make test: every suite and check passed"
 test-suites: test-core $(TEST_TARGETS) $(LAST_TEST_TARGETS)
-test-checks: $(FIRST_CHECK_TARGETS) lint-core $(CHECK_TARGETS)
+test-checks:
+	@bash $(ROOT)/scripts/run-checks.sh "$(MAKE)" $(ROOT)/target/checks \
+	  $(FIRST_CHECK_TARGETS) lint-core $(CHECK_TARGETS)
 
 # Every install make test needs, before the lanes start, so that nothing installs twice at once.
 # Three at a time, as none of them writes where another does: the tools compiled from crates.io;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make test's two lanes, side by side (the top Makefile says what goes in each):
 #   scripts/test-lanes.sh MAKE LOG
-# The checks (make test-checks) run at the lowest CPU priority, their output into LOG; the suites
-# (make test-suites) run here, in the foreground, and take the CPU first: the checks use what the
-# suites and their servers leave idle (a suite mostly waits on its servers). When the suites end,
-# the checks are waited for and LOG is printed. Fails when either lane fails; a failed suite stops
+# The checks (make test-checks, two at a time) run at the lowest CPU priority, their output into
+# LOG; the suites (make test-suites) run here, in the foreground, and take the CPU first: the
+# checks use what the suites and their servers leave idle (a suite mostly waits on its servers).
+# When the suites end, the checks are waited for and LOG is printed. Fails when either lane fails; a failed suite stops
 # the checks at once; an interrupt stops both.
 #
 # The lowest priority across sessions: Linux schedules each session as a group (autogroup) and
