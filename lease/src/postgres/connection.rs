@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rustls::CertificateError;
 
-use super::session::{Failure, Session, Statements};
+use super::session::{patience, Failure, Session, Statements};
 use super::tls::{rustls_error, PgTls, SslMode};
 use super::PostgresCoordinator;
 use crate::LeaseError;
@@ -217,13 +217,6 @@ impl PostgresCoordinator {
     fn patience(&self) -> Duration {
         patience(self.ttl)
     }
-}
-
-/// How long one request (a connection, a statement) may take under `ttl`: half the TTL (at
-/// least 200 ms), so that a renewal that fails still leaves time for another before the lease
-/// ends.
-pub(super) fn patience(ttl: Duration) -> Duration {
-    (ttl / 2).max(Duration::from_millis(200))
 }
 
 /// What a `tokio-postgres` error says. The crate's own text stops at "db error" or "error

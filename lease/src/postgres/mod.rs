@@ -195,7 +195,7 @@ impl PostgresCoordinator {
 /// Every wait bounded by the TTL (a dead server must not hold a renewal past the lease), and
 /// the application name servers show.
 fn tune(config: &mut Config, ttl: Duration) {
-    let patience = connection::patience(ttl);
+    let patience = session::patience(ttl);
     config.connect_timeout(patience);
     config.tcp_user_timeout(patience);
     if config.get_application_name().is_none() {

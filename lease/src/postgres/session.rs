@@ -43,6 +43,13 @@ impl From<Error> for Failure {
     }
 }
 
+/// How long one request (a connection, a statement) may take under `ttl`: half the TTL (at
+/// least 200 ms), so that a renewal that fails still leaves time for another before the lease
+/// ends.
+pub(super) fn patience(ttl: Duration) -> Duration {
+    (ttl / 2).max(Duration::from_millis(200))
+}
+
 /// How long a statement past its patience and cancelled still has to answer before its
 /// connection is closed: a quarter of the TTL, at most a second.
 fn grace(patience: Duration) -> Duration {
