@@ -17,9 +17,12 @@ pub const DEFAULT_MAX_COUNT: u64 = 100_000;
 #[derive(Debug, Parser)]
 #[command(name = "clockflake-server", version, about, long_about = None)]
 pub struct Config {
-    /// Where the worker id is leased from: file:///DIR?app=NAME, postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s
-    /// or zookeeper://HOST:PORT/snowflake/APP?ttl=10s (prefer the environment variable when
-    /// the URI carries a password).
+    /// Where the worker id is leased from: file:///DIR?app=NAME (one host),
+    /// postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s (or postgresql://),
+    /// redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s (or rediss:// for TLS),
+    /// zookeeper://HOST:PORT/snowflake/APP?ttl=10s, k8s:///DIR?app=NAME (a StatefulSet pod's
+    /// ordinal) or env:///DIR?app=NAME (CLOCKFLAKE_WORKER_ID). Prefer the environment variable
+    /// when the URI carries a password.
     #[arg(long, env = "CLOCKFLAKE_LEASE", hide_env_values = true)]
     pub lease: String,
 
@@ -265,8 +268,9 @@ pub fn public_ids_from_env() -> Result<Option<PublicIds>, String> {
 }
 
 /// Keys as `VERSION:HEX` entries (32 hex digits, 16 bytes), separated by commas, spaces or
-/// newlines; the first is the current key, the others old keys kept for decoding. Messages
-/// never repeat a key.
+/// newlines; the first is the current key, the others old keys kept for decoding. A key whose
+/// public ids were issued before FF1 (clockflake 0.1) is written `VERSION:legacy:HEX`, so that
+/// its texts keep decoding. Messages never repeat a key.
 pub fn parse_keys(text: &str) -> Result<PublicIds, String> {
     let mut codec: Option<PublicIds> = None;
     let entries = text
@@ -282,12 +286,18 @@ pub fn parse_keys(text: &str) -> Result<PublicIds, String> {
         let version: u8 = version
             .parse()
             .map_err(|_| format!("entry {}: expected a key version 0..=31", index + 1))?;
+        let (legacy, hex) = match hex.strip_prefix("legacy:") {
+            Some(hex) => (true, hex),
+            None => (false, hex),
+        };
         let key = parse_hex_key(hex)
             .ok_or_else(|| format!("entry {}: expected 32 hex digits (16 bytes)", index + 1))?;
         codec = Some(
-            match codec {
-                None => PublicIds::new(version, key),
-                Some(codec) => codec.with_old_key(version, key),
+            match (codec, legacy) {
+                (None, false) => PublicIds::new(version, key),
+                (None, true) => PublicIds::legacy(version, key),
+                (Some(codec), false) => codec.with_old_key(version, key),
+                (Some(codec), true) => codec.with_legacy_key(version, key),
             }
             .map_err(|error| format!("entry {}: {error}", index + 1))?,
         );
@@ -314,6 +324,41 @@ mod tests {
     use super::*;
 
     const HEX: &str = "000102030405060708090a0b0c0d0e0f";
+
+    /// `VERSION:legacy:HEX` keeps a key of the construction before FF1: its texts decode.
+    #[test]
+    fn legacy_keys_keep_decoding_their_texts() {
+        let key = *b"clockflake-key-1";
+        let old_text = PublicIds::legacy(1, key).unwrap().encode_text(42).unwrap();
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        let codec = parse_keys(&format!("2:{HEX}, 1:legacy:{hex}")).unwrap();
+        assert_eq!(codec.decode_text(old_text.as_str()).unwrap(), 42);
+        assert_eq!(codec.is_legacy(1), Some(true));
+        assert_eq!(codec.is_legacy(2), Some(false));
+        let current = parse_keys(&format!("1:legacy:{hex}")).unwrap();
+        assert_eq!(current.encode_text(42).unwrap(), old_text);
+        let error = parse_keys("1:legacy:zz").unwrap_err();
+        assert!(error.contains("32 hex digits") && !error.contains("zz"), "{error}");
+    }
+
+    /// `--help` for `--lease` names every scheme the lease crate accepts with the features this
+    /// crate builds it with (clockflake-lease's `uri::connect`: postgres, zookeeper, redis and
+    /// k8s, besides file and env).
+    #[test]
+    fn lease_help_names_every_scheme() {
+        use clap::CommandFactory;
+        let command = Config::command();
+        let lease = command
+            .get_arguments()
+            .find(|argument| argument.get_id() == "lease")
+            .expect("--lease");
+        let help = lease.get_help().expect("help").to_string();
+        let schemes = "file postgres postgresql redis rediss zookeeper k8s env";
+        for scheme in schemes.split(' ') {
+            let uri = format!("{scheme}://");
+            assert!(help.contains(&uri), "{uri} not in: {help}");
+        }
+    }
 
     #[test]
     fn layouts_by_name_and_by_spec() {

@@ -1,5 +1,6 @@
 //! `clockflake-server`: the id service. Ids over HTTP from a worker id leased from a
-//! `file://`, `postgres://` or `zookeeper://` coordinator, ready only while the lease is held,
+//! `file://`, `postgres://`, `redis://`, `zookeeper://`, `k8s://` or `env://` coordinator (every
+//! scheme of clockflake-lease, all built in), ready only while the lease is held,
 //! with Prometheus metrics. HTTP only (no gRPC front).
 //!
 //! Start-up prints one line to stdout, `clockflake-server listening on http://ADDR`, once the
