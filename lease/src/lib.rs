@@ -56,6 +56,8 @@ mod file;
 pub mod fixed;
 pub mod fork;
 mod generator;
+#[doc(hidden)]
+pub mod holder;
 mod per_process;
 #[cfg(feature = "postgres")]
 mod postgres;

@@ -23,6 +23,7 @@ use clockflake::{Clock, Error, Field, Generator, IdBlock, Layout, Options, State
 
 use crate::clock::boot_ms;
 use crate::coordinator::Grant;
+use crate::holder::Holder;
 use crate::protocol::{self, Book, Terms};
 use crate::{Coordinator, LeaseError};
 
@@ -313,7 +314,10 @@ impl LeasedGenerator {
             redacted_uri,
             control: Mutex::new(Control {
                 coordinator,
-                book: Book::started(until_ms, clock_seq, latency_ms, sent_boot_ms),
+                holder: Holder::started(
+                    terms,
+                    Book::started(until_ms, clock_seq, latency_ms, sent_boot_ms),
+                ),
             }),
             notes: Mutex::new(Notes::default()),
             signal: Mutex::new(Signal::default()),

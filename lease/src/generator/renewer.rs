@@ -4,22 +4,18 @@
 use super::stats::WaitTimer;
 use super::{lock, Shared, ACTIVE, RENEWAL_WAIT};
 use crate::clock::boot_ms;
-use crate::protocol::Book;
+use crate::holder::{Answer, Holder, Now, Reply, Turn};
 use crate::{Coordinator, LeaseError};
 use clockflake::Field;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// How often the renewal thread looks at the wall clock (to follow it forward or back), even
-/// when no renewal is due.
-pub(super) const LOOK_INTERVAL_MS: u64 = 100;
-
 /// The coordinator and what only the renewal thread (and close) touch. Its mutex is held
 /// during coordinator I/O: no id call ever takes it.
 pub(super) struct Control {
     pub(super) coordinator: Box<dyn Coordinator>,
-    /// What the last persisted reservation covers and when the lease was last renewed.
-    pub(super) book: Book,
+    /// The renewal decisions, and what the last persisted reservation covers.
+    pub(super) holder: Holder,
 }
 
 /// Words for people, behind a mutex never held across I/O.
@@ -43,9 +39,9 @@ pub(super) struct Signal {
     pub(super) release_on_exit: bool,
 }
 
-/// The renewal thread: renews the lease and the reservation on time, persists what id calls
-/// ask for, follows the wall clock, and finds the lease lost at its deadline. It alone holds
-/// the coordinator's mutex during I/O (besides `start` and `close`).
+/// The renewal thread: drives the lease's [`Holder`] (renewals on time, what id calls ask for,
+/// the deadline) and follows the wall clock. It alone holds the coordinator's mutex during I/O
+/// (besides `start` and `close`).
 pub(super) fn renew_thread(shared: &Shared) {
     renew_loop(shared);
     let mut signal = lock(&shared.signal);
@@ -63,18 +59,14 @@ pub(super) fn renew_thread(shared: &Shared) {
 }
 
 pub(super) fn renew_loop(shared: &Shared) {
-    let interval_ms = shared.terms.renew_interval_ms();
-    let mut retry_boot_ms = 0;
+    let look_ms = lock(&shared.control).holder.look_interval_ms();
     loop {
         {
             let mut signal = lock(&shared.signal);
             if !signal.kick && !signal.stop {
                 signal = shared
                     .wake
-                    .wait_timeout(
-                        signal,
-                        Duration::from_millis(LOOK_INTERVAL_MS.min(interval_ms)),
-                    )
+                    .wait_timeout(signal, Duration::from_millis(look_ms))
                     .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
             }
             if signal.stop {
@@ -91,38 +83,36 @@ pub(super) fn renew_loop(shared: &Shared) {
                 .clock_steps_back
                 .fetch_add(1, Ordering::Relaxed);
         }
-        if boot_ms() >= shared.limits.deadline_boot_ms() {
-            shared.lose_at_deadline();
-            return;
-        }
         let mut control = lock(&shared.control);
-        let wall = shared.wall_now();
-        let boot = boot_ms();
-        let wanted = shared.wanted_wall_ms.load(Ordering::Acquire);
-        let reserved = shared.limits.reserved_wall_ms();
-        let clock_seq = shared.gen.state().clock_seq;
-        let due = (control.book).due(
-            &shared.terms,
-            boot,
-            wall,
-            wanted,
-            reserved,
-            clock_seq,
-            retry_boot_ms,
-        );
-        if !due {
-            // Between renewals, the coordinator's own cheap check (a lock file removed).
-            if let Err(LeaseError::LeaseLost { reason }) = control.coordinator.check() {
-                shared.lose(reason);
+        let now = Now {
+            wall_ms: shared.wall_now(),
+            boot_ms: boot_ms(),
+            wanted_wall_ms: shared.wanted_wall_ms.load(Ordering::Acquire),
+            reserved_wall_ms: shared.limits.reserved_wall_ms(),
+            deadline_boot_ms: shared.limits.deadline_boot_ms(),
+            clock_seq: shared.gen.state().clock_seq,
+        };
+        match control.holder.poll(now) {
+            Turn::Lose => {
+                drop(control);
+                shared.lose_at_deadline();
                 return;
             }
-            continue;
-        }
-        match shared.renew_locked(&mut control, wall.max(wanted)) {
-            Ok(()) => retry_boot_ms = 0,
-            Err(LeaseError::LeaseLost { .. }) => return,
-            // Unreachable coordinator: try again soon; ids go on until the deadline.
-            Err(_) => retry_boot_ms = boot_ms() + (interval_ms / 4).max(5),
+            Turn::Renew { from_wall_ms } => {
+                if let Err(LeaseError::LeaseLost { .. }) =
+                    shared.renew_locked(&mut control, from_wall_ms)
+                {
+                    return;
+                }
+            }
+            Turn::Check => {
+                if let Err(LeaseError::LeaseLost { reason }) = control.coordinator.check() {
+                    shared.lose(reason);
+                    return;
+                }
+            }
+            // `renew_locked` has its answer before it returns: never in flight here.
+            Turn::Await => {}
         }
     }
 }
@@ -180,51 +170,60 @@ impl Shared {
         })
     }
 
-    /// Persists a reservation from `wall_ms` on (and renews the lease with it), then lets ids
-    /// use it. Called with the coordinator's mutex held, by the renewal thread (and once at
-    /// start). A reservation never shrinks within one clock sequence; in a new clock sequence
-    /// (the time went back) it starts from `wall_ms`, so an excursion to the future does not
-    /// mark the new clock sequence far ahead.
+    /// Persists a reservation from `from_wall_ms` on (and renews the lease with it), then lets
+    /// ids use it as the holder says. Called with the coordinator's mutex held, by the renewal
+    /// thread.
     pub(super) fn renew_locked(
         &self,
         control: &mut Control,
-        wall_ms: u64,
+        from_wall_ms: u64,
     ) -> Result<(), LeaseError> {
         let sent_boot_ms = boot_ms();
-        let renewal = control.book.renewal(&self.terms, self.gen.state(), wall_ms);
-        match control.coordinator.renew(&renewal.state) {
+        let sent = (control.holder).send(self.gen.state(), from_wall_ms, sent_boot_ms);
+        let result = control.coordinator.renew(&sent.renewal.state);
+        let answered_boot_ms = boot_ms();
+        let answer = match &result {
             Ok(()) => {
-                let renewed =
-                    (control.book).renewed(&self.terms, &renewal, sent_boot_ms, boot_ms());
                 self.counters.renewals.fetch_add(1, Ordering::Relaxed);
-                if !renewed.same_clock_seq {
+                if !sent.renewal.same_clock_seq {
                     self.counters
                         .clock_seq_switches
                         .fetch_add(1, Ordering::Relaxed);
                 }
                 lock(&self.notes).last_error = None;
-                if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
-                    // A late answer never revives a lease found lost (or closed) meanwhile.
-                    return Ok(());
-                }
-                let cs_bits = self.layout().place(Field::ClockSeq, renewed.clock_seq);
-                // Without a TTL the deadline never moves (and stays 0 once stopped).
-                (self.limits).publish(&renewed, cs_bits, self.terms.ttl_ms.is_some());
-                if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
-                    self.stop_ids();
-                }
-                let _signal = lock(&self.signal);
-                self.renewed.notify_all();
-                Ok(())
+                Answer::Renewed
             }
-            Err(LeaseError::LeaseLost { reason }) => Err(self.lose(reason)),
+            Err(LeaseError::LeaseLost { .. }) => Answer::LeaseLost,
             Err(error) => {
                 self.counters
                     .renewal_failures
                     .fetch_add(1, Ordering::Relaxed);
                 lock(&self.notes).last_error = Some(error.to_string());
-                Err(error)
+                Answer::Failed
             }
+        };
+        let active = self.lifecycle.load(Ordering::Acquire) == ACTIVE;
+        match (control.holder).answered(sent.request, answer, answered_boot_ms, active) {
+            Reply::Publish {
+                renewed,
+                deadline_moves,
+            } => {
+                let cs_bits = self.layout().place(Field::ClockSeq, renewed.clock_seq);
+                (self.limits).publish(&renewed, cs_bits, deadline_moves);
+                // Lost or closed between the check above and the publish: stop ids again.
+                if self.lifecycle.load(Ordering::Acquire) != ACTIVE {
+                    self.stop_ids();
+                }
+                let _signal = lock(&self.signal);
+                self.renewed.notify_all();
+                result
+            }
+            Reply::Lose => Err(self.lose(match result {
+                Err(LeaseError::LeaseLost { reason }) => reason,
+                Err(error) => error.to_string(),
+                Ok(()) => String::new(),
+            })),
+            Reply::Nothing => result,
         }
     }
 
@@ -240,7 +239,7 @@ impl Shared {
         if !was_active {
             return control.coordinator.release(None);
         }
-        let state = control.book.released(self.gen.state(), exact);
+        let state = control.holder.released(self.gen.state(), exact);
         control.coordinator.release(Some(&state))
     }
 }

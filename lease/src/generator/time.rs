@@ -13,10 +13,7 @@ use super::{LeaseOptions, Miss, Shared};
 use crate::clock::{boot_ms, wall_ms};
 use crate::LeaseError;
 
-/// How far the wall clock must be behind the generator's time before the generator's time
-/// follows it back (a clock excursion to the future, corrected). Smaller steps back (NTP
-/// slews) stay smoothed: the generator's time waits for the wall clock to catch up.
-pub const FOLLOW_BACK_MS: u64 = 1000;
+pub use crate::holder::FOLLOW_BACK_MS;
 
 /// Where wall time comes from.
 pub(super) enum Time {
@@ -57,9 +54,9 @@ impl Time {
     /// Returns whether it stepped back.
     pub(super) fn follow_wall_clock(&self) -> bool {
         if let Time::Boot { anchor } = self {
-            let target = wall_ms().saturating_sub(boot_ms());
+            let (wall, boot) = (wall_ms(), boot_ms());
             let current = anchor.load(Ordering::Relaxed);
-            if target > current || current - target > FOLLOW_BACK_MS {
+            if let Some(target) = crate::holder::follow_wall_clock(current, wall, boot) {
                 anchor.store(target, Ordering::Relaxed);
                 return target < current;
             }

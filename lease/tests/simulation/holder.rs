@@ -1,13 +1,16 @@
 //! A simulated holder: one process with a leased generator, its id path and its renewal thread
 //! as `LeasedGenerator` runs them (lease/src/generator/), each decision made by the shipped
 //! code: core's `Generator` for ids, `clockflake_lease::protocol` for the lease (resume, terms,
-//! deadline, may-issue, the renewal book, the clock check). What is simulated is only what
-//! the real one gets from the outside: its clocks, the coordinator's answers and the time they
-//! take.
+//! may-issue, the clock check), and the renewal thread's own state machine,
+//! `clockflake_lease::holder::Holder` (due times, backoff, the deadline, what a renewal
+//! publishes). What is simulated is only what the real one gets from the outside: its clocks,
+//! the coordinator's answers and the time they take, and the client's cancellation of a slow
+//! request.
 
 use std::time::Duration;
 
 use clockflake::{Error, Field, Generator, Layout, Options, State};
+use clockflake_lease::holder::{self as machine, Answer, Now, Reply};
 use clockflake_lease::protocol::{self, Book, Renewal, Terms};
 use clockflake_lease::Grant;
 
@@ -28,9 +31,10 @@ impl From<Error> for Miss {
 
 /// A renewal sent and not answered yet (the renewal thread is blocked in it).
 pub struct InFlight {
-    /// The request's number: a cancelled request's late answer matches no renewal.
+    /// The request's number in the world: a cancelled request's late answer matches no renewal.
     pub request: u64,
-    pub renewal: Renewal,
+    /// The same request's number in the holder's state machine.
+    pub sent: u64,
     pub sent_boot_ms: u64,
 }
 
@@ -39,13 +43,13 @@ pub struct Lease {
     pub worker_id: u64,
     pub lock_file: Option<u64>,
     pub gen: Generator,
-    pub terms: Terms,
-    pub book: Book,
+    /// The renewal thread's decisions (the production state machine).
+    pub renewals: machine::Holder,
+    /// The limits as published to the id path.
     pub deadline_boot_ms: u64,
     pub reserved_wall_ms: u64,
     pub reserved_cs: u64,
     pub wanted_wall_ms: u64,
-    pub retry_boot_ms: u64,
     pub in_flight: Option<InFlight>,
     /// Ids taken from core whose clock sequence waits for a reservation (real ms to give up).
     pub pending: Vec<(u64, u64)>,
@@ -59,7 +63,7 @@ impl Lease {
             cs_bits,
             issued_ms,
             layout.place(Field::ClockSeq, self.reserved_cs),
-            self.reserved_wall_ms + self.terms.ahead_ms,
+            self.reserved_wall_ms + self.renewals.terms().ahead_ms,
         )
     }
 }
@@ -200,16 +204,17 @@ impl Holder {
             deadline_boot_ms: terms.deadline_after(deadline_from),
             reserved_wall_ms: renewal.until_ms - terms.ahead_ms,
             reserved_cs: clock_seq,
-            book: Book::started(
-                renewal.until_ms,
-                clock_seq,
-                latency_ms,
-                acquire_sent_boot_ms,
+            renewals: machine::Holder::started(
+                terms,
+                Book::started(
+                    renewal.until_ms,
+                    clock_seq,
+                    latency_ms,
+                    acquire_sent_boot_ms,
+                ),
             ),
             gen,
-            terms,
             wanted_wall_ms: 0,
-            retry_boot_ms: 0,
             in_flight: None,
             pending: Vec::new(),
         });
@@ -255,7 +260,7 @@ impl Holder {
         }
     }
 
-    /// A renewal was acknowledged: the book records it and ids may use it (as
+    /// A renewal was acknowledged: the holder books it and ids may use what it publishes (as
     /// `Shared::renew_locked` does). Returns the pending ids it now covers.
     pub fn renewed(
         &mut self,
@@ -268,22 +273,22 @@ impl Holder {
         let Some(lease) = self.lease() else {
             return Vec::new();
         };
-        if lease.in_flight.as_ref().map(|f| f.request) != Some(request) {
-            return Vec::new();
-        }
-        let Some(in_flight) = lease.in_flight.take() else {
+        let Some(in_flight) = lease.in_flight.take_if(|sent| sent.request == request) else {
             return Vec::new();
         };
-        let mut renewed = lease.book.renewed(
-            &lease.terms,
-            &in_flight.renewal,
-            in_flight.sent_boot_ms,
-            boot_ms,
-        );
+        let reply = (lease.renewals).answered(in_flight.sent, Answer::Renewed, boot_ms, true);
+        let Reply::Publish {
+            mut renewed,
+            deadline_moves,
+        } = reply
+        else {
+            return Vec::new();
+        };
         if deadline_from_answer {
-            renewed.deadline_boot_ms = lease.terms.deadline_after(boot_ms);
+            renewed.deadline_boot_ms = lease.renewals.terms().deadline_after(boot_ms);
         }
-        if lease.terms.ttl_ms.is_some() {
+        // `Limits::publish`.
+        if deadline_moves {
             lease.deadline_boot_ms = renewed.deadline_boot_ms;
         }
         lease.reserved_wall_ms = if renewed.same_clock_seq {
@@ -292,7 +297,6 @@ impl Holder {
             renewed.reserved_wall_ms
         };
         lease.reserved_cs = renewed.clock_seq;
-        lease.retry_boot_ms = 0;
         let pending = std::mem::take(&mut lease.pending);
         let (covered, waiting): (Vec<_>, Vec<_>) = pending
             .into_iter()
@@ -305,59 +309,62 @@ impl Holder {
         covered.into_iter().map(|(id, _)| id).collect()
     }
 
-    /// A renewal failed (the coordinator unreachable, the request cancelled): try again soon.
+    /// A renewal failed (the coordinator unreachable, the request cancelled): the holder
+    /// schedules the next one.
     pub fn renewal_failed(&mut self, real_ms: u64) {
         let boot_ms = self.boot_ms(real_ms);
         if let Some(lease) = self.lease() {
-            lease.in_flight = None;
-            lease.retry_boot_ms = boot_ms + (lease.terms.renew_interval_ms() / 4).max(5);
+            if let Some(in_flight) = lease.in_flight.take() {
+                (lease.renewals).answered(in_flight.sent, Answer::Failed, boot_ms, true);
+            }
         }
     }
 
-    /// The renewal thread's turn (`renew_loop`): lost at the deadline; a renewal if due (the
-    /// renewal to send); otherwise the coordinator's cheap check, which the caller runs.
+    /// The renewal thread's turn (`renew_loop`, the holder's `poll`): lost at the deadline; a
+    /// renewal if due (the renewal to send); otherwise the coordinator's cheap check, which
+    /// the caller runs.
     pub fn renewal_turn(&mut self, real_ms: u64, request: u64) -> Turn {
         let wall_ms = self.wall_ms(real_ms);
         let boot_ms = self.boot_ms(real_ms);
         let Some(lease) = self.lease() else {
             return Turn::Nothing;
         };
-        if boot_ms >= lease.deadline_boot_ms {
-            return Turn::Lost;
-        }
-        if let Some(in_flight) = &lease.in_flight {
-            // The client cancels a request after half the TTL (PostgreSQL's session.rs): it
-            // never counts, whatever the server did with it.
-            let patience = lease.terms.ttl_ms.map_or(u64::MAX, |ttl| ttl / 2);
-            if boot_ms >= in_flight.sent_boot_ms.saturating_add(patience) {
-                return Turn::Cancel;
-            }
-            return Turn::Nothing;
-        }
-        let clock_seq = lease.gen.state().clock_seq;
-        let due = lease.book.due(
-            &lease.terms,
+        let now = Now {
             boot_ms,
             wall_ms,
-            lease.wanted_wall_ms,
-            lease.reserved_wall_ms,
-            clock_seq,
-            lease.retry_boot_ms,
-        );
-        if !due {
-            return Turn::Check;
+            wanted_wall_ms: lease.wanted_wall_ms,
+            deadline_boot_ms: lease.deadline_boot_ms,
+            reserved_wall_ms: lease.reserved_wall_ms,
+            clock_seq: lease.gen.state().clock_seq,
+        };
+        match lease.renewals.poll(now) {
+            machine::Turn::Lose => Turn::Lost,
+            machine::Turn::Await => {
+                // The client cancels a request after half the TTL (PostgreSQL's session.rs):
+                // it never counts, whatever the server did with it.
+                let patience = lease
+                    .renewals
+                    .terms()
+                    .ttl_ms
+                    .map_or(u64::MAX, |ttl| ttl / 2);
+                match &lease.in_flight {
+                    Some(sent) if boot_ms >= sent.sent_boot_ms.saturating_add(patience) => {
+                        Turn::Cancel
+                    }
+                    _ => Turn::Nothing,
+                }
+            }
+            machine::Turn::Check => Turn::Check,
+            machine::Turn::Renew { from_wall_ms } => {
+                let sent = (lease.renewals).send(lease.gen.state(), from_wall_ms, boot_ms);
+                lease.in_flight = Some(InFlight {
+                    request,
+                    sent: sent.request,
+                    sent_boot_ms: boot_ms,
+                });
+                Turn::Renew(sent.renewal.state)
+            }
         }
-        let renewal = lease.book.renewal(
-            &lease.terms,
-            lease.gen.state(),
-            wall_ms.max(lease.wanted_wall_ms),
-        );
-        lease.in_flight = Some(InFlight {
-            request,
-            renewal,
-            sent_boot_ms: boot_ms,
-        });
-        Turn::Renew(renewal.state)
     }
 
     /// The record `close` stores (`Book::released`).
@@ -366,7 +373,7 @@ impl Holder {
         Some((
             lease.worker_id,
             lease.lock_file,
-            lease.book.released(lease.gen.state(), exact),
+            lease.renewals.released(lease.gen.state(), exact),
         ))
     }
 }

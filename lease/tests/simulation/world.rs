@@ -12,12 +12,11 @@ use crate::coordinator::{Answer, Claim, Coordinator, Key, Kind};
 use crate::holder::{Holder, Phase, Refusal, Turn};
 use crate::rng::Rng;
 use crate::{Assumption, Mechanisms};
+use clockflake_lease::holder::LOOK_INTERVAL_MS;
 
 /// Real time at the start of every schedule (Unix ms, 2025-10-09).
 const START_MS: u64 = 1_760_000_000_000;
 const STEPS: usize = 400;
-/// The renewal thread's longest sleep (`renewer::LOOK_INTERVAL_MS`).
-const LOOK_INTERVAL_MS: u64 = 100;
 
 /// A small layout, so that holders meet on few worker ids, few clock sequences and short
 /// sequences: 4 worker ids, 4 clock sequences, 16 ids a millisecond.
@@ -678,10 +677,10 @@ impl World {
         self.next_request += 1;
         let now = self.real_ms;
         let h = &mut self.holders[holder];
-        let interval = h
+        let look_ms = h
             .lease()
-            .map_or(LOOK_INTERVAL_MS, |lease| lease.terms.renew_interval_ms());
-        h.next_wake_ms = now + LOOK_INTERVAL_MS.min(interval);
+            .map_or(LOOK_INTERVAL_MS, |lease| lease.renewals.look_interval_ms());
+        h.next_wake_ms = now + look_ms;
         match h.renewal_turn(now, request) {
             Turn::Nothing => {}
             Turn::Lost => {

@@ -1,0 +1,493 @@
+//! The lease holder's renewal decisions as one state machine without I/O, threads or clocks.
+//!
+//! A driver feeds it the time and what the id path shows ([`Now`]), the coordinator's answers
+//! ([`Answer`]), and does what it returns: renew, publish limits to the id path, lose the lease,
+//! or look again after [`Holder::look_interval_ms`]. The renewal thread
+//! (`generator/renewer.rs`) drives it with the system's clocks and a real coordinator; the
+//! simulator (`lease/tests/simulation/`) drives the same machine on simulated clocks.
+//!
+//! Not here yet (issue 36): start-up (preference order, readiness, the skew verdict, resume,
+//! the first reservation), close, and a client's cancellation of a slow request.
+//!
+//! Public for the simulator only: not part of the crate's stable API.
+
+use clockflake::State;
+
+use crate::protocol::{Book, Renewal, Renewed, Terms};
+
+/// How often the holder looks at the wall clock (to follow it forward or back), even when no
+/// renewal is due; more often when renewals are due more often.
+pub const LOOK_INTERVAL_MS: u64 = 100;
+
+/// How far the wall clock must be behind the generator's time before the generator's time
+/// follows it back (a clock excursion to the future, corrected). Smaller steps back (NTP
+/// slews) stay smoothed: the generator's time waits for the wall clock to catch up.
+pub const FOLLOW_BACK_MS: u64 = 1000;
+
+/// What a driver reads before each turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Now {
+    /// The boot clock (lease deadlines are measured on it).
+    pub boot_ms: u64,
+    /// The generator's time (Unix ms).
+    pub wall_ms: u64,
+    /// Wall ms an id call asked a reservation to cover (0: none).
+    pub wanted_wall_ms: u64,
+    /// The deadline as the id path reads it (0 once ids were stopped).
+    pub deadline_boot_ms: u64,
+    /// The reservation's limit as the id path reads it (0 once ids were stopped).
+    pub reserved_wall_ms: u64,
+    /// The generator's current clock sequence.
+    pub clock_seq: u64,
+}
+
+/// What to do after a turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// The deadline has passed: stop ids, the lease is lost.
+    Lose,
+    /// Renew now: [`Holder::send`] the generator's state, reserving from `from_wall_ms` on.
+    Renew {
+        /// The clock, or further when an id call wants more.
+        from_wall_ms: u64,
+    },
+    /// Nothing due: run the coordinator's cheap check (a lock file removed), then look again
+    /// after [`Holder::look_interval_ms`].
+    Check,
+    /// A renewal is in flight: wait for its answer.
+    Await,
+}
+
+/// A renewal to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// Its number: an answer to any other request is ignored.
+    pub request: u64,
+    /// The record to store, and what it reserves.
+    pub renewal: Renewal,
+}
+
+/// The coordinator's answer to a renewal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Stored and the lease extended.
+    Renewed,
+    /// Not stored as far as the holder knows (unreachable, timed out, cancelled).
+    Failed,
+    /// The coordinator says the lease is someone else's (or gone).
+    LeaseLost,
+}
+
+/// What to do after an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Let ids use the renewal: publish its limits.
+    Publish {
+        /// What ids may use now.
+        renewed: Renewed,
+        /// Whether the deadline moves (a lease without a TTL keeps its deadline).
+        deadline_moves: bool,
+    },
+    /// Stop ids, the lease is lost.
+    Lose,
+    /// Nothing to publish (a failure, to be retried; or an answer that must not count).
+    Nothing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct InFlight {
+    request: u64,
+    renewal: Renewal,
+    sent_boot_ms: u64,
+}
+
+/// The renewal side of one lease, from its first reservation until it is lost or released.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    terms: Terms,
+    book: Book,
+    /// After a failure, no renewal before this boot ms.
+    retry_boot_ms: u64,
+    in_flight: Option<InFlight>,
+    requests: u64,
+    lost: bool,
+}
+
+impl Holder {
+    /// A holder whose first reservation is persisted (`book`).
+    pub fn started(terms: Terms, book: Book) -> Holder {
+        Holder {
+            terms,
+            book,
+            retry_boot_ms: 0,
+            in_flight: None,
+            requests: 0,
+            lost: false,
+        }
+    }
+
+    /// The lease's terms.
+    pub fn terms(&self) -> &Terms {
+        &self.terms
+    }
+
+    /// What the last persisted reservation covers.
+    pub fn book(&self) -> &Book {
+        &self.book
+    }
+
+    /// Whether the holder found the lease lost (at its deadline, or told by the coordinator).
+    pub fn is_lost(&self) -> bool {
+        self.lost
+    }
+
+    /// How long to wait between turns when nobody asks for one sooner.
+    pub fn look_interval_ms(&self) -> u64 {
+        LOOK_INTERVAL_MS.min(self.terms.renew_interval_ms())
+    }
+
+    /// One turn: lost at the deadline; otherwise a renewal when due (the renewal interval, the
+    /// reservation within reach, an id call wanting more, a new clock sequence), never before
+    /// the retry time after a failure.
+    pub fn poll(&mut self, now: Now) -> Turn {
+        if self.lost || now.boot_ms >= now.deadline_boot_ms {
+            self.lost = true;
+            return Turn::Lose;
+        }
+        if self.in_flight.is_some() {
+            return Turn::Await;
+        }
+        let due = self.book.due(
+            &self.terms,
+            now.boot_ms,
+            now.wall_ms,
+            now.wanted_wall_ms,
+            now.reserved_wall_ms,
+            now.clock_seq,
+            self.retry_boot_ms,
+        );
+        if due {
+            Turn::Renew {
+                from_wall_ms: now.wall_ms.max(now.wanted_wall_ms),
+            }
+        } else {
+            Turn::Check
+        }
+    }
+
+    /// The renewal to send now (at `sent_boot_ms`) for the generator's `state`, reserving from
+    /// `from_wall_ms` on (see [`Book::renewal`]).
+    pub fn send(&mut self, state: State, from_wall_ms: u64, sent_boot_ms: u64) -> Sent {
+        self.requests += 1;
+        let renewal = self.book.renewal(&self.terms, state, from_wall_ms);
+        self.in_flight = Some(InFlight {
+            request: self.requests,
+            renewal,
+            sent_boot_ms,
+        });
+        Sent {
+            request: self.requests,
+            renewal,
+        }
+    }
+
+    /// The coordinator's `answer` to `request`, received at `answered_boot_ms`. `active`: the
+    /// lease has not been found lost or closed elsewhere (the id path, close) meanwhile.
+    ///
+    /// A renewal's answer is booked whatever happened meanwhile (it was stored), but a late
+    /// one never revives a lease found lost or closed. After a failure, the next renewal waits
+    /// a quarter of the renewal interval (at least 5 ms); ids go on until the deadline.
+    pub fn answered(
+        &mut self,
+        request: u64,
+        answer: Answer,
+        answered_boot_ms: u64,
+        active: bool,
+    ) -> Reply {
+        let Some(in_flight) = self.in_flight.filter(|sent| sent.request == request) else {
+            return Reply::Nothing;
+        };
+        self.in_flight = None;
+        match answer {
+            Answer::Renewed => {
+                let renewed = self.book.renewed(
+                    &self.terms,
+                    &in_flight.renewal,
+                    in_flight.sent_boot_ms,
+                    answered_boot_ms,
+                );
+                self.retry_boot_ms = 0;
+                if self.lost || !active {
+                    return Reply::Nothing;
+                }
+                Reply::Publish {
+                    renewed,
+                    deadline_moves: self.terms.ttl_ms.is_some(),
+                }
+            }
+            Answer::Failed => {
+                self.retry_boot_ms = answered_boot_ms + (self.terms.renew_interval_ms() / 4).max(5);
+                Reply::Nothing
+            }
+            Answer::LeaseLost => {
+                self.lost = true;
+                Reply::Lose
+            }
+        }
+    }
+
+    /// The record to store when the worker id is given back (see [`Book::released`]).
+    pub fn released(&self, state: State, exact: bool) -> State {
+        self.book.released(state, exact)
+    }
+}
+
+/// Where the generator's time (the boot clock plus `anchor_ms`) should be anchored when the wall
+/// clock reads `wall_ms` at boot ms `boot_ms`: `Some` (the new anchor) when the wall clock is
+/// ahead, or behind by more than [`FOLLOW_BACK_MS`]; `None` keeps it (small steps back are
+/// smoothed, an excursion to the future is not kept for the rest of the process).
+pub fn follow_wall_clock(anchor_ms: u64, wall_ms: u64, boot_ms: u64) -> Option<u64> {
+    let target = wall_ms.saturating_sub(boot_ms);
+    (target > anchor_ms || anchor_ms - target > FOLLOW_BACK_MS).then_some(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clockflake::{Policy, MAX_CLOCK_SEQS};
+    use std::time::Duration;
+
+    const T: u64 = 1_750_000_000_000;
+
+    /// TTL 1 s (margin 100 ms, interval 250 ms), reservation 2 s.
+    fn terms() -> Terms {
+        Terms::new(
+            Some(Duration::from_secs(1)),
+            Duration::from_secs(2),
+            Policy::ClockSequence,
+            0,
+        )
+    }
+
+    fn state(clock_seq: u64) -> State {
+        State {
+            layout_fingerprint: 7,
+            worker_id: 3,
+            clock_seq,
+            high_water_ms: [None; MAX_CLOCK_SEQS],
+        }
+    }
+
+    /// Started at boot 1,000 (the grant sent then) with a reservation until T + 2,000.
+    fn holder() -> Holder {
+        Holder::started(terms(), Book::started(T + 2_000, 0, 0, 1_000))
+    }
+
+    /// At boot `boot_ms` and wall T + (boot_ms - 1,000), the start's limits published.
+    fn now(boot_ms: u64) -> Now {
+        Now {
+            boot_ms,
+            wall_ms: T + boot_ms - 1_000,
+            wanted_wall_ms: 0,
+            deadline_boot_ms: 1_000 + 900,
+            reserved_wall_ms: T + 2_000,
+            clock_seq: 0,
+        }
+    }
+
+    fn renew(holder: &mut Holder, now: Now) -> Sent {
+        match holder.poll(now) {
+            Turn::Renew { from_wall_ms } => {
+                holder.send(state(now.clock_seq), from_wall_ms, now.boot_ms)
+            }
+            turn => panic!("expected a renewal, got {turn:?}"),
+        }
+    }
+
+    #[test]
+    fn nothing_is_due_before_the_renewal_interval() {
+        let mut holder = holder();
+        assert_eq!(holder.poll(now(1_249)), Turn::Check);
+        assert_eq!(holder.look_interval_ms(), 100);
+    }
+
+    #[test]
+    fn a_renewal_is_due_at_the_interval_and_reserves_from_the_clock() {
+        let mut holder = holder();
+        assert_eq!(
+            holder.poll(now(1_250)),
+            Turn::Renew {
+                from_wall_ms: T + 250
+            }
+        );
+    }
+
+    #[test]
+    fn a_renewal_is_due_when_an_id_call_wants_more() {
+        let mut holder = holder();
+        let wanting = Now {
+            wanted_wall_ms: T + 2_001,
+            ..now(1_010)
+        };
+        assert_eq!(
+            holder.poll(wanting),
+            Turn::Renew {
+                from_wall_ms: T + 2_001
+            }
+        );
+    }
+
+    #[test]
+    fn a_renewal_is_due_in_a_new_clock_sequence() {
+        let mut holder = holder();
+        let moved = Now {
+            clock_seq: 1,
+            ..now(1_010)
+        };
+        assert!(matches!(holder.poll(moved), Turn::Renew { .. }));
+    }
+
+    /// Safety: past the deadline the holder loses the lease, and an answer that comes later is
+    /// never published.
+    #[test]
+    fn past_the_deadline_the_lease_is_lost_and_a_late_answer_is_not_published() {
+        let mut holder = holder();
+        let sent = renew(&mut holder, now(1_250));
+        // The driver's turn comes while the renewal is out (the simulator's coordinator is slow).
+        assert_eq!(holder.poll(now(1_899)), Turn::Await);
+        assert_eq!(holder.poll(now(1_900)), Turn::Lose);
+        assert!(holder.is_lost());
+        assert_eq!(
+            holder.answered(sent.request, Answer::Renewed, 1_950, true),
+            Reply::Nothing
+        );
+        assert_eq!(holder.poll(now(1_960)), Turn::Lose);
+    }
+
+    /// Safety: a deadline the id path stopped (0) is past, whatever the holder's book says.
+    #[test]
+    fn stopped_limits_are_past_the_deadline() {
+        let stopped = Now {
+            deadline_boot_ms: 0,
+            reserved_wall_ms: 0,
+            ..now(1_010)
+        };
+        assert_eq!(holder().poll(stopped), Turn::Lose);
+    }
+
+    /// Safety: a renewal answered after the lease was found lost or closed elsewhere is booked
+    /// (it was stored) but never published.
+    #[test]
+    fn a_late_renewal_never_revives_a_lease_lost_elsewhere() {
+        let mut holder = holder();
+        let sent = renew(&mut holder, now(1_250));
+        assert_eq!(
+            holder.answered(sent.request, Answer::Renewed, 1_260, false),
+            Reply::Nothing
+        );
+        assert_eq!(holder.book().renewed_boot_ms, 1_250);
+    }
+
+    #[test]
+    fn a_renewal_publishes_a_deadline_counted_from_its_request() {
+        let mut holder = holder();
+        let sent = renew(&mut holder, now(1_250));
+        let Reply::Publish {
+            renewed,
+            deadline_moves,
+        } = holder.answered(sent.request, Answer::Renewed, 1_290, true)
+        else {
+            panic!("expected a publish");
+        };
+        assert!(deadline_moves);
+        assert_eq!(renewed.deadline_boot_ms, 1_250 + 900);
+        assert_eq!(renewed.reserved_wall_ms, T + 250 + 2_000);
+        assert_eq!(holder.book().latency_ms, 40);
+    }
+
+    #[test]
+    fn without_a_ttl_the_deadline_does_not_move() {
+        let terms = Terms::new(None, Duration::from_secs(2), Policy::ClockSequence, 0);
+        let mut holder = Holder::started(terms, Book::started(T + 2_000, 0, 0, 1_000));
+        let forever = Now {
+            deadline_boot_ms: u64::MAX,
+            wanted_wall_ms: T + 3_000,
+            ..now(1_010)
+        };
+        let sent = renew(&mut holder, forever);
+        assert!(matches!(
+            holder.answered(sent.request, Answer::Renewed, 1_020, true),
+            Reply::Publish {
+                deadline_moves: false,
+                ..
+            }
+        ));
+    }
+
+    /// After a failure, no renewal for a quarter of the interval (62 ms), then again.
+    #[test]
+    fn after_a_failure_the_next_renewal_waits_its_backoff() {
+        let mut holder = holder();
+        let sent = renew(&mut holder, now(1_250));
+        assert_eq!(
+            holder.answered(sent.request, Answer::Failed, 1_300, true),
+            Reply::Nothing
+        );
+        assert_eq!(holder.poll(now(1_361)), Turn::Check);
+        assert!(matches!(holder.poll(now(1_362)), Turn::Renew { .. }));
+    }
+
+    #[test]
+    fn the_coordinator_saying_lost_loses_the_lease() {
+        let mut holder = holder();
+        let sent = renew(&mut holder, now(1_250));
+        assert_eq!(
+            holder.answered(sent.request, Answer::LeaseLost, 1_260, true),
+            Reply::Lose
+        );
+        assert_eq!(holder.poll(now(1_270)), Turn::Lose);
+    }
+
+    /// An answer to a request that is no longer the one in flight (cancelled, then another
+    /// sent) is ignored.
+    #[test]
+    fn an_answer_to_another_request_is_ignored() {
+        let mut holder = holder();
+        let first = renew(&mut holder, now(1_250));
+        holder.answered(first.request, Answer::Failed, 1_260, true);
+        let second = renew(&mut holder, now(1_330));
+        assert_eq!(
+            holder.answered(first.request, Answer::Renewed, 1_340, true),
+            Reply::Nothing
+        );
+        assert!(matches!(
+            holder.answered(second.request, Answer::Renewed, 1_341, true),
+            Reply::Publish { .. }
+        ));
+    }
+
+    /// The released record carries the reservation unless exact.
+    #[test]
+    fn a_release_keeps_the_reservation_unless_exact() {
+        let holder = holder();
+        assert_eq!(
+            holder.released(state(0), false).high_water_ms[0],
+            Some(T + 2_000)
+        );
+        assert_eq!(holder.released(state(0), true).high_water_ms[0], None);
+    }
+
+    #[test]
+    fn the_time_follows_the_wall_clock_forward_and_far_back_only() {
+        let (anchor, boot) = (T, 1_000);
+        let wall = anchor + boot;
+        assert_eq!(follow_wall_clock(anchor, wall + 5, boot), Some(anchor + 5));
+        assert_eq!(follow_wall_clock(anchor, wall, boot), None);
+        assert_eq!(follow_wall_clock(anchor, wall - FOLLOW_BACK_MS, boot), None);
+        let far_back = wall - FOLLOW_BACK_MS - 1;
+        assert_eq!(
+            follow_wall_clock(anchor, far_back, boot),
+            Some(anchor - FOLLOW_BACK_MS - 1)
+        );
+    }
+}
