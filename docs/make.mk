@@ -3,8 +3,11 @@
 #                     with the API references generated from the code: rustdoc (core and
 #                     lease), pdoc (the Python package's docstrings and signatures) and the
 #                     JavaScript .d.ts
-#   make test-docs    docs + every code block of docs/ and README.md run (docs/tools/snippets.py),
-#                     the line-length rule (100 characters) of README.md and docs/
+#   make test-docs    docs + every code block of docs/ and README.md run as written
+#                     (docs/tools/snippets.py, with its self-test), the line-length rule (100
+#                     characters) of README.md and docs/, user pages without issue numbers, seeds,
+#                     commits or lab notes (user_pages.py), figures equal to BENCHMARKS.md's
+#                     (figures.py)
 #   make serve-docs   the site on http://127.0.0.1:8000/ while you edit
 # mkdocs (Python, installs in seconds into .venv) rather than mdBook (`cargo install mdbook` costs
 # minutes of compiling on a fresh machine); pinned.
@@ -36,6 +39,9 @@ serve-docs: docs-api
 # The id service's pages run against a clockflake-server the runner builds and starts.
 test-docs: docs build-node
 	$(PY_BIN) $(ROOT)/docs/tools/lines.py $(ROOT)/README.md $(ROOT)/CHANGELOG.md $(ROOT)/docs
+	$(PY_BIN) $(ROOT)/docs/tools/user_pages.py
+	$(PY_BIN) $(ROOT)/docs/tools/figures.py
+	$(PY_BIN) $(ROOT)/docs/tools/snippets.py --self-test
 	$(PY_BIN) $(ROOT)/docs/tools/snippets.py
 	$(PY_BIN) $(ROOT)/docs/tools/rooms.py
 

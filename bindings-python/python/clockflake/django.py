@@ -17,9 +17,10 @@ generator behind it is opened on the first call, not at import, so ``makemigrati
 ``manage.py check`` and a pre-forking server's master never lease a worker id; a leased generator
 re-leases in each forked worker by itself.
 
-Where the lease comes from, first found wins: ``settings.CLOCKFLAKE_URI`` (with optional
+Where the lease comes from, first found wins: :func:`configure` called from your code before the
+first id (a test's fixture, say), else ``settings.CLOCKFLAKE_URI`` (with optional
 ``settings.CLOCKFLAKE_LAYOUT``), else the environment variables ``CLOCKFLAKE_URI`` and
-``CLOCKFLAKE_LAYOUT``, else :func:`configure` called from your code (a test's fixture, say).
+``CLOCKFLAKE_LAYOUT``.
 Django itself is imported only to read its settings, and only if it is installed.
 """
 
