@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the aarch64 manylinux wheel here, on x86_64: Debian's arm64 CPython 3.11 under qemu-user,
 # from a sysroot of unpacked arm64 packages (apt-get download, never installed), then
-# bindings-python/scripts/smoke_check.py against the wheel unpacked as a site-packages directory.
+# bindings-python/scripts/smoke_check.py against the wheel installed for it by pip
+# (scripts/smoke-wheel-target.sh).
 #
 #   scripts/dist-python-arm64.sh WHEEL VERSION
 #
@@ -33,9 +34,5 @@ if [ ! -x "$SYSROOT/usr/bin/python3.11" ]; then
   rm -rf "$debs" "$SYSROOT" && mv "$SYSROOT.tmp" "$SYSROOT"
 fi
 
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-mkdir "$WORK/site-packages"
-unzip -q "$WHEEL" -d "$WORK/site-packages"
-cp "$ROOT/bindings-python/scripts/smoke_check.py" "$WORK/"
-(cd "$WORK" && PYTHONPATH="$WORK/site-packages" qemu-aarch64 -L "$SYSROOT" "$SYSROOT/usr/bin/python3.11" smoke_check.py "$VERSION")
+bash "$ROOT/scripts/smoke-wheel-target.sh" "$WHEEL" "$VERSION" manylinux2014_aarch64 \
+  qemu-aarch64 -L "$SYSROOT" "$SYSROOT/usr/bin/python3.11"

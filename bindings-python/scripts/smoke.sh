@@ -4,7 +4,9 @@
 #   1. the release wheel for linux x86_64 (manylinux2014), built by scripts/dist-python.sh (which
 #      checks it with auditwheel and against the size budget) into WHEEL_DIR (make
 #      build-python-wheel; a temp dir when unset), into Python 3.10, 3.11, 3.12 and 3.13;
-#   2. the sdist, built from source by pip (maturin through the PEP 517 backend) into one virtualenv.
+#   2. that wheel installed by `pip install --target` for another interpreter and run with it, as
+#      make dist runs the aarch64 wheel under qemu (scripts/smoke-wheel-target.sh);
+#   3. the sdist, built from source by pip (maturin through the PEP 517 backend) into one virtualenv.
 # VENV: the virtualenv of `make setup-python`; CARGO_TARGET_DIR, HOST_TARGET and BINDINGS_PROFILE
 # (a Cargo profile; release when unset) let the sdist build reuse the dependencies make
 # build-python compiled (the wheel has its own, target/dist).
@@ -53,6 +55,11 @@ for v in "${PY_VERSIONS[@]}"; do
   "$WORK/py$v/bin/python" -m pip install -q --disable-pip-version-check --no-index "$wheel"
   check "$WORK/py$v"
 done
+
+# make dist runs the aarch64 wheel this way, under qemu (scripts/dist-python-arm64.sh): the same
+# path here, with this host's interpreter, so that a break in it shows in make test.
+echo "smoke: the release wheel installed by pip --target for another interpreter, as for aarch64"
+PIP=$PYTHON bash "$ROOT/scripts/smoke-wheel-target.sh" "$wheel" "$VERSION" manylinux2014_x86_64 "$PYTHON"
 
 echo "smoke: the sdist, built from source by pip into a fresh virtualenv"
 "$VENV/bin/maturin" sdist -m "$ROOT/bindings-python/Cargo.toml" -o "$WORK/sdist"

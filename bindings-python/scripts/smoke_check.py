@@ -1,10 +1,15 @@
 """What a user does first with an installed clockflake; run from outside the source tree.
 
-Usage: python smoke_check.py EXPECTED_VERSION
+Usage: python smoke_check.py EXPECTED_VERSION [--scripts DIR]
+
+The console script the wheel declares is run from beside this interpreter, where pip puts it in
+a virtualenv; with --scripts, from DIR through this interpreter (`pip install --target` puts it
+in TARGET/bin with the installing interpreter's shebang, which a foreign one cannot run).
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import tempfile
@@ -14,7 +19,14 @@ import clockflake
 from clockflake import Generator, decode
 
 
-def main(expected_version: str) -> None:
+def console_script(scripts: Path | None) -> list[str]:
+    """The command that runs the wheel's `clockflake` console script (project.scripts)."""
+    if scripts is None:
+        return [str(Path(sys.executable).parent / "clockflake")]
+    return [sys.executable, str(scripts / "clockflake")]
+
+
+def main(expected_version: str, scripts: Path | None) -> None:
     assert "site-packages" in clockflake.__file__, clockflake.__file__
     assert clockflake.__version__ == expected_version, clockflake.__version__
     gen = Generator(worker_id=1)
@@ -39,9 +51,8 @@ def main(expected_version: str) -> None:
             assert len(set(ids)) == len(ids) == 10_000
     codec = clockflake.PublicIds(1, bytes(16))
     assert codec.decode_text(codec.encode_text(id)) == id
-    # The console script the wheel installs (project.scripts), beside this interpreter.
-    command = Path(sys.executable).parent / "clockflake"
-    out = subprocess.run([command, "suggest", "300", "10000", "30"], capture_output=True, text=True)
+    command = [*console_script(scripts), "suggest", "300", "10000", "30"]
+    out = subprocess.run(command, capture_output=True, text=True)
     assert out.returncode == 0 and "512 workers" in out.stdout, out
     assert clockflake.suggest_layout(300, 10_000, 30)["max_worker_id"] == 511
     version = ".".join(map(str, sys.version_info[:3]))
@@ -49,4 +60,8 @@ def main(expected_version: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("expected_version")
+    parser.add_argument("--scripts", type=Path, help="where the console scripts were installed")
+    arguments = parser.parse_args()
+    main(arguments.expected_version, arguments.scripts)
