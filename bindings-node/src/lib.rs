@@ -231,23 +231,13 @@ pub fn leased_next_id(generator: &External<LeasedGenerator>) -> Result<u64> {
     lease(generator.next_id())
 }
 
-/// Ticks handed to JavaScript: `leased_grant` parks the lease's generator at a tick ahead of its
-/// time (one id taken there at an explicit time, through every check the lease makes: active,
-/// not forked, before the deadline, inside the persisted reservation and its clock sequence),
-/// so that the ticks between its last id and that one are JavaScript's to issue, in the same
-/// clock sequence, on the wasm engine. Nothing else of the lease can issue them afterwards:
-/// its core generator continues above the parked id, and every state it stores or persists
-/// (the reservation, `close`, a drop) is at or above it. What JavaScript must still check
-/// itself, on every id, is the time: before the parked tick, and before the deadline handed
-/// over here (see js/leased.js).
-///
-/// The park is at most `span_ms` ahead of the lease's time, never past the reservation, and
-/// two ticks + 10 ms before the deadline. `parked` is JavaScript's current parked id (0: none):
-/// then the grant is only extended, while the generator issued nothing since; where it cannot
-/// move, the same id comes back (the lease still active, the deadline read again). Returns the
-/// parked id, or 0 where nothing can be granted now (the lease inactive, its deadline or its
-/// reservation too close, the generator's last id in the lease's current tick): JavaScript
-/// then takes its id through `leased_next_id`, which refuses or waits as the lease decides.
+/// Ticks handed to JavaScript (`LeasedGenerator::grant_ticks`, which decides the park): the
+/// ticks between the lease's last id and the parked id are JavaScript's to issue, in the same
+/// clock sequence, on the wasm engine. What JavaScript must still check itself, on every id, is
+/// the time: before the parked tick, and before the deadline handed over here (see
+/// js/leased.js). `parked` is JavaScript's current parked id (0: none). Returns the parked id,
+/// or 0 where nothing can be granted now: JavaScript then takes its id through
+/// `leased_next_id`, which refuses or waits as the lease decides.
 ///
 /// `out` receives, as f64s: the lease's time when it was read (Unix ms), the ms left to the
 /// deadline (-1: never expires), the parked tick's start (Unix ms), the clock sequence, and that
@@ -270,60 +260,18 @@ pub fn leased_grant(
     if negative || !lossless {
         return Err(bad_value("leasedGrant: expected a parked id".into()));
     }
-    if !generator.is_active() {
+    let Some(grant) = lease(generator.grant_ticks(span_ms, parked))? else {
         return Ok(0);
-    }
-    let layout = *generator.layout();
-    let unit_ms = layout.unit_ms();
-    let tick_start = |ms: u64| ms - (ms.saturating_sub(layout.epoch_ms()) % unit_ms);
-    let deadline_in_ms = generator.deadline_in_ms();
-    let margin_ms = 2 * unit_ms + 10;
-    let state = generator.state();
-    let last_ms = (state.marks(&layout).get(state.clock_seq as usize).copied()).flatten();
-    let now_ms = generator.now_ms();
-    let parked_ms = match parked {
-        0 => None,
-        id => Some(core(layout.decode(id))?.timestamp_ms),
     };
-    let mut values = [
-        now_ms as f64,
-        deadline_in_ms.map_or(-1.0, number),
-        parked_ms.map_or(-1.0, number),
-        number(state.clock_seq),
-        last_ms.map_or(-1.0, number),
-    ];
-    // The grant as it is, where it cannot move (nothing issued natively since the park).
-    let unchanged = if parked_ms.is_some() && parked_ms == last_ms {
-        parked
-    } else {
-        0
-    };
-    if parked_ms.is_some() && unchanged == 0 {
-        return Ok(0);
-    }
-    if parked_ms.is_none() && last_ms.is_some_and(|last| tick_start(last) >= tick_start(now_ms)) {
-        // JavaScript's time (never ahead of the lease's, see js/leased.js) must be past the
-        // last id's tick, or its first id would wait for the next tick.
-        return Ok(0);
-    }
-    let mut until_ms = now_ms
-        .saturating_add(span_ms)
-        .min(generator.stats().reserved_until_ms);
-    if let Some(left) = deadline_in_ms {
-        until_ms = until_ms.min((now_ms + left).saturating_sub(margin_ms));
-    }
-    let park_ms = tick_start(until_ms);
-    let floor_ms = last_ms.map_or(now_ms, |last| last.max(now_ms));
-    if park_ms >= tick_start(floor_ms) + 2 * unit_ms {
-        let block = lease(generator.next_block_at(park_ms, 1))?;
-        if let Some(id) = block.peek() {
-            values[2] = number(block.tick_ms());
-            slots[..GRANT_SLOTS].copy_from_slice(&values);
-            return Ok(id);
-        }
-    }
-    slots[..GRANT_SLOTS].copy_from_slice(&values);
-    Ok(unchanged)
+    let or_none = |ms: Option<u64>| ms.map_or(-1.0, number);
+    slots[..GRANT_SLOTS].copy_from_slice(&[
+        number(grant.now_ms),
+        or_none(grant.deadline_in_ms),
+        or_none(grant.parked_tick_ms),
+        number(grant.clock_seq),
+        or_none(grant.last_ms),
+    ]);
+    Ok(grant.parked_id)
 }
 
 /// How many f64s `leased_grant` writes.

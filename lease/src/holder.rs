@@ -6,12 +6,15 @@
 //! (`generator/renewer.rs`) drives it with the system's clocks and a real coordinator; the
 //! simulator (`lease/tests/simulation/`) drives the same machine on simulated clocks.
 //!
+//! Beside it, the id path's own decisions on how far ids may run ahead of the lease's checks:
+//! [`block_margin_ms`] and [`park`] (the ticks a binding serves on its own).
+//!
 //! Not here yet (issue 36): start-up (preference order, readiness, the skew verdict, resume,
 //! the first reservation), close, and a client's cancellation of a slow request.
 //!
 //! Public for the simulator only: not part of the crate's stable API.
 
-use clockflake::State;
+use clockflake::{Layout, State};
 
 use crate::protocol::{Book, Renewal, Renewed, Terms};
 
@@ -249,6 +252,86 @@ impl Holder {
 pub fn follow_wall_clock(anchor_ms: u64, wall_ms: u64, boot_ms: u64) -> Option<u64> {
     let target = wall_ms.saturating_sub(boot_ms);
     (target > anchor_ms || anchor_ms - target > FOLLOW_BACK_MS).then_some(target)
+}
+
+/// How long before the lease deadline (boot ms) blocks of more than one id stop being
+/// granted: two ticks of the layout plus 10 ms.
+///
+/// Why that much: a binding serves a block only within its window, which ends with the block's
+/// tick, so the last id of a block goes out at most one tick after the block was granted. The
+/// window is moved onto the system's wall clock, and what is left between that and the lease's
+/// time is the truncation of two millisecond clocks read at slightly different moments (under
+/// 2 ms). The second tick and the 10 ms cover that with room to spare. So no id of a block is
+/// handed out after the deadline, as long as the system's wall clock does not step back while a
+/// block is partly served (see the README); even then such ids lie inside the persisted
+/// reservation, above which any later holder starts, so they cannot repeat.
+pub fn block_margin_ms(layout: &Layout) -> u64 {
+    2 * layout.unit_ms() + 10
+}
+
+/// What [`park`] decides from, read from the lease just before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TickSpan {
+    /// The lease's time (Unix ms).
+    pub now_ms: u64,
+    /// How far ahead of it the binding asks to issue on its own.
+    pub span_ms: u64,
+    /// The tick of the binding's current parked id (`None`: no grant).
+    pub parked_ms: Option<u64>,
+    /// The generator's last tick in its clock sequence (its high-water mark).
+    pub last_ms: Option<u64>,
+    /// The reservation's limit as the id path reads it (0 once stopped).
+    pub reserved_wall_ms: u64,
+    /// Ms left to the deadline (`None`: never expires).
+    pub deadline_in_ms: Option<u64>,
+}
+
+/// Where a binding's grant of ticks stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Park {
+    /// Nothing can be granted now: the generator issued natively since the park, or its last
+    /// id is in the lease's current tick.
+    Nothing,
+    /// Park the generator at this tick (Unix ms): the ticks before it are the binding's.
+    At(u64),
+    /// The grant stays as it is (none, or the current park).
+    Keep,
+}
+
+/// The park of a binding's grant: at most `span_ms` ahead of the lease's time, within the
+/// reservation, [`block_margin_ms`] before the deadline, and at least two ticks past the
+/// generator's last id and the clock (fewer would grant nothing worth a native call).
+pub fn park(layout: &Layout, span: &TickSpan) -> Park {
+    let unit_ms = layout.unit_ms();
+    let tick_start = |ms: u64| ms - (ms.saturating_sub(layout.epoch_ms()) % unit_ms);
+    match span.parked_ms {
+        Some(_) if span.parked_ms != span.last_ms => return Park::Nothing,
+        // The binding's time (never ahead of the lease's) must be past the last id's tick, or
+        // its first id would wait for the next tick.
+        None if span
+            .last_ms
+            .is_some_and(|last| tick_start(last) >= tick_start(span.now_ms)) =>
+        {
+            return Park::Nothing;
+        }
+        _ => {}
+    }
+    let mut until_ms = span
+        .now_ms
+        .saturating_add(span.span_ms)
+        .min(span.reserved_wall_ms);
+    if let Some(left) = span.deadline_in_ms {
+        until_ms = until_ms.min((span.now_ms + left).saturating_sub(block_margin_ms(layout)));
+    }
+    let park_ms = tick_start(until_ms);
+    let floor_ms = span
+        .last_ms
+        .map_or(span.now_ms, |last| last.max(span.now_ms));
+    if park_ms >= tick_start(floor_ms) + 2 * unit_ms {
+        Park::At(park_ms)
+    } else {
+        Park::Keep
+    }
 }
 
 #[cfg(test)]
@@ -489,5 +572,102 @@ mod tests {
             follow_wall_clock(anchor, far_back, boot),
             Some(anchor - FOLLOW_BACK_MS - 1)
         );
+    }
+
+    fn span(now_ms: u64) -> TickSpan {
+        TickSpan {
+            now_ms,
+            span_ms: 100,
+            parked_ms: None,
+            last_ms: Some(now_ms - 5),
+            reserved_wall_ms: now_ms + 1_000,
+            deadline_in_ms: Some(1_000),
+        }
+    }
+
+    #[test]
+    fn a_park_is_span_ahead_on_a_tick() {
+        let layout = Layout::CLOCKSEQ;
+        assert_eq!(park(&layout, &span(T)), Park::At(T + 100));
+        let sonyflake = Layout::SONYFLAKE; // 10 ms ticks
+        let start = sonyflake.epoch_ms() + 1_000;
+        assert_eq!(park(&sonyflake, &span(start + 3)), Park::At(start + 100));
+    }
+
+    /// Safety: a park never passes the reservation.
+    #[test]
+    fn a_park_stays_within_the_reservation() {
+        let short = TickSpan {
+            reserved_wall_ms: T + 40,
+            ..span(T)
+        };
+        assert_eq!(park(&Layout::CLOCKSEQ, &short), Park::At(T + 40));
+        let stopped = TickSpan {
+            reserved_wall_ms: 0,
+            ..span(T)
+        };
+        assert_eq!(park(&Layout::CLOCKSEQ, &stopped), Park::Keep);
+    }
+
+    /// Safety: a park is the block margin (two ticks + 10 ms) before the deadline.
+    #[test]
+    fn a_park_stays_the_block_margin_before_the_deadline() {
+        let close = TickSpan {
+            deadline_in_ms: Some(50),
+            ..span(T)
+        };
+        assert_eq!(block_margin_ms(&Layout::CLOCKSEQ), 12);
+        assert_eq!(park(&Layout::CLOCKSEQ, &close), Park::At(T + 50 - 12));
+        let closer = TickSpan {
+            deadline_in_ms: Some(13),
+            ..span(T)
+        };
+        assert_eq!(park(&Layout::CLOCKSEQ, &closer), Park::Keep);
+        let never = TickSpan {
+            deadline_in_ms: None,
+            ..span(T)
+        };
+        assert_eq!(park(&Layout::CLOCKSEQ, &never), Park::At(T + 100));
+    }
+
+    /// Safety: once the generator issued natively past the park, the grant is void.
+    #[test]
+    fn a_grant_is_void_once_the_generator_issued_past_it() {
+        let moved = TickSpan {
+            parked_ms: Some(T + 50),
+            last_ms: Some(T + 60),
+            ..span(T)
+        };
+        assert_eq!(park(&Layout::CLOCKSEQ, &moved), Park::Nothing);
+        let parked = TickSpan {
+            parked_ms: Some(T + 50),
+            last_ms: Some(T + 50),
+            ..span(T)
+        };
+        assert_eq!(park(&Layout::CLOCKSEQ, &parked), Park::At(T + 100));
+    }
+
+    #[test]
+    fn nothing_is_granted_in_the_last_ids_tick() {
+        let same_tick = TickSpan {
+            last_ms: Some(T),
+            ..span(T)
+        };
+        assert_eq!(park(&Layout::CLOCKSEQ, &same_tick), Park::Nothing);
+    }
+
+    /// A park less than two ticks past the last id (or the clock) grants nothing.
+    #[test]
+    fn a_park_is_two_ticks_past_the_last_id() {
+        let narrow = TickSpan {
+            span_ms: 1,
+            ..span(T)
+        };
+        assert_eq!(park(&Layout::CLOCKSEQ, &narrow), Park::Keep);
+        let two = TickSpan {
+            span_ms: 2,
+            ..span(T)
+        };
+        assert_eq!(park(&Layout::CLOCKSEQ, &two), Park::At(T + 2));
     }
 }

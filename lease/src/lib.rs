@@ -78,8 +78,8 @@ pub use coordinator::{Coordinator, Grant};
 pub use error::LeaseError;
 pub use file::FileCoordinator;
 pub use generator::{
-    LeaseCounters, LeaseOptions, LeaseStats, LeasedGenerator, CLOSE_WAIT, FOLLOW_BACK_MS,
-    RENEWAL_WAIT,
+    LeaseCounters, LeaseOptions, LeaseStats, LeasedGenerator, TickGrant, CLOSE_WAIT,
+    FOLLOW_BACK_MS, RENEWAL_WAIT,
 };
 pub use per_process::{Direct, Host, PerProcess};
 #[cfg(feature = "postgres")]

@@ -23,7 +23,7 @@ use clockflake::{Clock, Error, Field, Generator, IdBlock, Layout, Options, State
 
 use crate::clock::boot_ms;
 use crate::coordinator::Grant;
-use crate::holder::Holder;
+use crate::holder::{self, Holder, Park, TickSpan};
 use crate::protocol::{self, Book, Terms};
 use crate::{Coordinator, LeaseError};
 
@@ -128,6 +128,24 @@ enum Miss {
     Core(Error),
 }
 
+/// What [`LeasedGenerator::grant_ticks`] grants, and what it read of the lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TickGrant {
+    /// The parked id: the ticks after the generator's last id and before this id's tick are
+    /// the binding's to issue; 0: none.
+    pub parked_id: u64,
+    /// The parked id's tick (Unix ms).
+    pub parked_tick_ms: Option<u64>,
+    /// The lease's time when it was read (Unix ms).
+    pub now_ms: u64,
+    /// Ms left to the deadline when it was read (`None`: never expires).
+    pub deadline_in_ms: Option<u64>,
+    /// The clock sequence of the grant.
+    pub clock_seq: u64,
+    /// That clock sequence's high-water mark before the park (Unix ms).
+    pub last_ms: Option<u64>,
+}
+
 /// A generator holding a leased worker id. Share it between threads by reference (or `Arc`).
 ///
 /// Every id is checked against the lease deadline (measured on a clock that counts through
@@ -158,21 +176,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// How long before the lease deadline (boot ms) blocks of more than one id stop being
-/// granted: two ticks of the layout plus 10 ms.
-///
-/// Why that much: a binding serves a block only within its window, which ends with the block's
-/// tick, so the last id of a block goes out at most one tick after the block was granted. The
-/// window is moved onto the system's wall clock, and what is left between that and the lease's
-/// time is the truncation of two millisecond clocks read at slightly different moments (under
-/// 2 ms). The second tick and the 10 ms cover that with room to spare. So no id of a block is
-/// handed out after the deadline, as long as the system's wall clock does not step back while a
-/// block is partly served (see the README); even then such ids lie inside the persisted
-/// reservation, above which any later holder starts, so they cannot repeat.
-fn block_margin_ms(layout: &Layout) -> u64 {
-    2 * layout.unit_ms() + 10
 }
 
 impl LeasedGenerator {
@@ -431,6 +434,66 @@ impl LeasedGenerator {
         self.block(Some(now_ms), max_count, false)
     }
 
+    /// Ticks a binding issues on its own (the Node package, on the wasm engine): parks the
+    /// generator at a tick ahead of its time (one id taken there at an explicit time, through
+    /// every check of [`LeasedGenerator::next_block_at`]), so that the ticks between its last id
+    /// and that one are the binding's, in the same clock sequence; the generator continues
+    /// above the parked id, and everything it stores or persists is at or above it. The park
+    /// is decided by [`holder::park`]: at most `span_ms` ahead, within the reservation, and
+    /// [`holder::block_margin_ms`] before the deadline. `parked_id` is the binding's current
+    /// parked id (0: none): the grant is then only extended, while the generator issued
+    /// nothing since.
+    ///
+    /// `None` where nothing can be granted now (the lease inactive, the generator issued since
+    /// the park, its last id in the current tick); otherwise the grant, whose
+    /// [`TickGrant::parked_id`] is 0 when the park could not move and there was none.
+    pub fn grant_ticks(
+        &self,
+        span_ms: u64,
+        parked_id: u64,
+    ) -> Result<Option<TickGrant>, LeaseError> {
+        if !self.is_active() {
+            return Ok(None);
+        }
+        let layout = self.layout;
+        let deadline_in_ms = self.deadline_in_ms();
+        let state = self.state();
+        let last_ms = (state.marks(&layout).get(state.clock_seq as usize).copied()).flatten();
+        let now_ms = self.now_ms();
+        let parked_ms = match parked_id {
+            0 => None,
+            id => Some(layout.decode(id)?.timestamp_ms),
+        };
+        let span = TickSpan {
+            now_ms,
+            span_ms,
+            parked_ms,
+            last_ms,
+            reserved_wall_ms: self.shared.limits.reserved_wall_ms(),
+            deadline_in_ms,
+        };
+        let mut grant = TickGrant {
+            parked_id,
+            parked_tick_ms: parked_ms,
+            now_ms,
+            deadline_in_ms,
+            clock_seq: state.clock_seq,
+            last_ms,
+        };
+        match holder::park(&layout, &span) {
+            Park::Nothing => return Ok(None),
+            Park::At(park_ms) => {
+                let block = self.next_block_at(park_ms, 1)?;
+                if let Some(id) = block.peek() {
+                    grant.parked_id = id;
+                    grant.parked_tick_ms = Some(block.tick_ms());
+                }
+            }
+            Park::Keep => {}
+        }
+        Ok(Some(grant))
+    }
+
     /// This generator's time, Unix ms: the boot clock anchored to the wall clock (or the
     /// injected clock). Ids carry it, and refusals express `retry_at_ms` on it; after the
     /// system's wall clock steps back it does not (see the README's clock excursions).
@@ -464,7 +527,7 @@ impl LeasedGenerator {
             self.shared.check_alive()?;
             return Ok(self.shared.gen.next_block_at(0, 0)?);
         }
-        let margin_ms = block_margin_ms(&self.layout);
+        let margin_ms = holder::block_margin_ms(&self.layout);
         // Set once the deadline is within the margin: then one id at a time, each checked as
         // `next_id` checks it, until a renewal moves the deadline.
         let mut single = max_count == 1;

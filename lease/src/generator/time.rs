@@ -97,7 +97,7 @@ impl Shared {
     }
 
     /// One try at a block of up to `max_count` ids of one tick: as [`Shared::attempt`], but
-    /// the deadline must be at least `margin_ms` away (see [`block_margin_ms`]).
+    /// the deadline must be at least `margin_ms` away (see [`crate::holder::block_margin_ms`]).
     #[inline(always)]
     pub(super) fn attempt_block(
         &self,
