@@ -1,0 +1,67 @@
+# The PostgreSQL extension `clockflake` (issue 35). Included by the top Makefile.
+#   make build-postgres-extension    the library (release), checked against the hand-written SQL
+#   make install-postgres-extension  the library, control and SQL files into PostgreSQL 15's
+#                      directories (pg_config --pkglibdir, --sharedir): root, as `cargo pgrx
+#                      install` would
+#   make test-postgres-extension     tests/run.sh on throwaway PostgreSQL 15 clusters (run as
+#                      `postgres`): the SQL API, 8 pgbench connections inserting
+#                      DEFAULT clockflake.next_id() (0 duplicates, increasing per connection), a
+#                      standby's refusal, no worker id, no shared_preload_libraries, a bad layout
+#   make lint-postgres-extension     rustfmt and clippy -D warnings
+#   make dist-postgres-extension     dist/clockflake-postgresql15-VERSION-ARCH.tar.gz: the files
+#                      in the layout pg_config gives (usr/lib/postgresql/15/lib,
+#                      usr/share/postgresql/15/extension), to untar at /
+#
+# Its own workspace (postgres-extension/Cargo.toml) and target directory (target/pgext), so
+# pgrx never enters or invalidates the main build. Built with plain `cargo build`, without
+# cargo-pgrx: pgrx's build script finds PostgreSQL through PGRX_PG_CONFIG_PATH (what
+# `cargo pgrx init` would write to ~/.pgrx/config.toml), and the SQL is a file written by hand
+# (sql/), which tests/check-symbols.sh checks against the library's exported functions. That
+# saves make test the ~6 min build of cargo-pgrx and a `cargo pgrx schema` pass.
+# pgrx 0.18.1: 0.19 declares Rust 1.96, above this workspace's stable toolchain
+# (rust-toolchain.toml); 0.18.1 builds with it.
+
+PGEXT_DIR := $(ROOT)/postgres-extension
+PGEXT_PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+PGEXT_CARGO := PGRX_PG_CONFIG_PATH=$(PGEXT_PG_CONFIG) CARGO_TARGET_DIR=$(ROOT)/target/pgext \
+  $(CARGO)
+PGEXT_LIB := $(ROOT)/target/pgext/release/libclockflake_postgres.so
+PGEXT_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(PGEXT_DIR)/clockflake.control)
+PGEXT_SQL := $(PGEXT_DIR)/sql/clockflake--$(PGEXT_VERSION).sql
+
+.PHONY: build-postgres-extension install-postgres-extension test-postgres-extension \
+  lint-postgres-extension dist-postgres-extension
+
+build-postgres-extension: setup-rust
+	cd $(PGEXT_DIR) && $(PGEXT_CARGO) build -q --release --locked
+	bash $(PGEXT_DIR)/tests/check-symbols.sh $(PGEXT_LIB) $(PGEXT_SQL)
+
+# $(1): the root to install under ("" for this machine's PostgreSQL).
+define pgext_install
+	install -D -m 755 $(PGEXT_LIB) $(1)$$($(PGEXT_PG_CONFIG) --pkglibdir)/clockflake.so
+	install -D -m 644 -t $(1)$$($(PGEXT_PG_CONFIG) --sharedir)/extension \
+	  $(PGEXT_DIR)/clockflake.control $(PGEXT_SQL)
+endef
+
+install-postgres-extension: build-postgres-extension
+	$(call pgext_install,)
+
+test-postgres-extension: install-postgres-extension
+	bash $(PGEXT_DIR)/tests/run.sh
+
+lint-postgres-extension: setup-rust
+	cd $(PGEXT_DIR) && $(CARGO) fmt --check
+	cd $(PGEXT_DIR) && PGRX_PG_CONFIG_PATH=$(PGEXT_PG_CONFIG) \
+	  CARGO_TARGET_DIR=$(ROOT)/target/pgext/lint $(CARGO) clippy -q --locked -- -D warnings
+
+dist-postgres-extension: build-postgres-extension
+	rm -rf $(ROOT)/target/pgext/dist && mkdir -p $(DIST_DIR)
+	$(call pgext_install,$(ROOT)/target/pgext/dist)
+	tar -C $(ROOT)/target/pgext/dist -czf \
+	  $(DIST_DIR)/clockflake-postgresql15-$(PGEXT_VERSION)-$$(uname -m).tar.gz usr
+
+TEST_TARGETS += test-postgres-extension
+CHECK_TARGETS += lint-postgres-extension
+# pgbench comes with postgresql-15's client; pgrx's bindgen needs the server headers and libclang.
+DEBIAN_PACKAGES += postgresql-15 postgresql-server-dev-15 libclang-dev
+DIST_TARGETS += dist-postgres-extension

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The extension on a real PostgreSQL 15 (make test-postgres-extension): throwaway clusters in a
+# temp dir, run as `postgres` when root (initdb refuses root), always stopped and deleted.
+#
+#   tests/run.sh    expects the extension installed (make install-postgres-extension)
+#
+# 1. preloaded, worker id 5: CREATE EXTENSION; decode round-trips; next_ids strictly increase;
+#    every refusal has its SQLSTATE and clockflake code (tests/sql/api.sql)
+# 2. eight pgbench connections inserting DEFAULT clockflake.next_id() into a table whose key is
+#    the id: 0 duplicates, every row there, ids strictly increasing per connection
+# 3. a streaming standby of it refuses next_id() (25006) and still decodes
+# 4. restarted without a worker id: next_id() refuses (55000), decode still works
+# 5. restarted without shared_preload_libraries: LOAD and CREATE EXTENSION fail with the message
+#    that says how to load it
+# 6. an unknown clockflake.layout: the server refuses to start, UNKNOWN_LAYOUT in its log
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/clockflake-pgext.XXXXXX")
+CLIENTS=8
+TRANSACTIONS=${CLOCKFLAKE_PGEXT_TRANSACTIONS:-2000}
+
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+stop_all() {
+  for data in "$DIR"/*/data; do
+    [ -d "$data" ] && as_pg "$PGBIN/pg_ctl" -D "$data" -m immediate stop >/dev/null 2>&1 || true
+  done
+  rm -rf "$DIR"
+}
+trap stop_all EXIT
+
+if [ "$(id -u)" = 0 ]; then chown postgres: "$DIR"; fi
+chmod 755 "$DIR"
+
+# new_cluster NAME: an initialised cluster in $DIR/NAME, its port in $DIR/NAME/port.
+new_cluster() {
+  local name=$1
+  as_pg mkdir -p "$DIR/$name"
+  as_pg "$PGBIN/initdb" -D "$DIR/$name/data" -U postgres -A trust --no-sync >/dev/null
+  free_port >"$DIR/$name/port"
+}
+
+# start NAME [-c setting=value ...]: starts the cluster on its port, sockets in its folder.
+start() {
+  local name=$1
+  shift
+  local port
+  port=$(cat "$DIR/$name/port")
+  as_pg "$PGBIN/pg_ctl" -D "$DIR/$name/data" -l "$DIR/$name/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$DIR/$name -c fsync=off -c synchronous_commit=off -c full_page_writes=off $*" \
+    start >/dev/null
+}
+
+stop() {
+  as_pg "$PGBIN/pg_ctl" -D "$DIR/$1/data" -m fast -w stop >/dev/null
+}
+
+# sql NAME [psql args...]: psql on the cluster, stopping at the first error.
+sql() {
+  local name=$1
+  shift
+  "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$(cat "$DIR/$name/port")" -U postgres \
+    -d "${DB:-postgres}" "$@"
+}
+
+# expect_error NAME SQL SQLSTATE TEXT: the statement fails with that SQLSTATE and TEXT in its
+# message, detail or hint.
+expect_error() {
+  local name=$1 statement=$2 sqlstate=$3 text=$4 out
+  if out=$(sql "$1" -v VERBOSITY=verbose -c "$statement" 2>&1); then
+    echo "FAIL: expected $sqlstate from: $statement" >&2
+    exit 1
+  fi
+  if ! grep -q "ERROR:  $sqlstate:" <<<"$out" || ! grep -qF "$text" <<<"$out"; then
+    echo "FAIL: expected $sqlstate and '$text' from: $statement; got:" >&2
+    echo "$out" >&2
+    exit 1
+  fi
+  echo "ok: $statement -> $sqlstate ($(grep -m1 'ERROR:' <<<"$out" | cut -c1-110))"
+}
+
+PRELOAD="-c shared_preload_libraries=clockflake -c clockflake.worker_id_unleased=5"
+
+echo "== 1. the SQL API (worker id 5, layout clockseq)"
+new_cluster primary
+# A standby will be cloned from it.
+printf "host replication postgres 127.0.0.1/32 trust\n" | as_pg tee -a "$DIR/primary/data/pg_hba.conf" >/dev/null
+start primary "$PRELOAD" -c wal_level=replica -c max_wal_senders=4
+sql primary -f "$HERE/sql/api.sql"
+echo "ok: tests/sql/api.sql"
+
+echo "== 2. $CLIENTS connections x $TRANSACTIONS inserts with DEFAULT clockflake.next_id()"
+sql primary -c "CREATE TABLE ids (id bigint PRIMARY KEY DEFAULT clockflake.next_id(),
+  client integer NOT NULL, ord bigserial NOT NULL)"
+printf 'INSERT INTO ids (client) VALUES (:client_id);\n' >"$DIR/insert.sql"
+"$PGBIN/pgbench" -n -h 127.0.0.1 -p "$(cat "$DIR/primary/port")" -U postgres \
+  -c "$CLIENTS" -j "$CLIENTS" -t "$TRANSACTIONS" -f "$DIR/insert.sql" postgres >"$DIR/pgbench.log" 2>&1 \
+  || { cat "$DIR/pgbench.log" >&2; exit 1; }
+grep -E "number of (transactions actually processed|failed)|tps" "$DIR/pgbench.log" | sed 's/^/   /'
+result=$(sql primary -At -c "
+  SELECT count(*), count(DISTINCT id), count(DISTINCT client),
+    (SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY client ORDER BY ord) AS before
+      FROM ids) AS s WHERE id <= before),
+    (SELECT count(*) FROM ids WHERE (clockflake.decode(id)).worker_id <> 5)
+  FROM ids")
+expected="$((CLIENTS * TRANSACTIONS))|$((CLIENTS * TRANSACTIONS))|$CLIENTS|0|0"
+if [ "$result" != "$expected" ]; then
+  echo "FAIL: rows|distinct ids|clients|ids not increasing per client|other worker = $result, expected $expected" >&2
+  exit 1
+fi
+echo "ok: rows|distinct ids|clients|not increasing|other worker = $result"
+
+echo "== 3. a streaming standby refuses to issue ids"
+as_pg mkdir -p "$DIR/standby"
+free_port >"$DIR/standby/port"
+as_pg "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$(cat "$DIR/primary/port")" -U postgres \
+  -D "$DIR/standby/data" -R -X stream --no-sync
+start standby "$PRELOAD" -c hot_standby=on
+until [ "$(sql standby -At -c 'SELECT pg_is_in_recovery()')" = t ]; do sleep 0.2; done
+expect_error standby "SELECT clockflake.next_id()" 25006 "cannot issue ids during recovery"
+expect_error standby "SELECT * FROM clockflake.next_ids(3)" 25006 "cannot issue ids during recovery"
+test "$(sql standby -At -c "SELECT (clockflake.decode(max(id))).worker_id FROM ids")" = 5
+echo "ok: the standby decodes"
+stop standby
+
+echo "== 4. no worker id configured"
+stop primary
+start primary -c shared_preload_libraries=clockflake
+expect_error primary "SELECT clockflake.next_id()" 55000 "no worker id is configured"
+test "$(sql primary -At -c "SELECT count(*) FROM ids WHERE (clockflake.decode(id)).worker_id = 5")" \
+  = "$((CLIENTS * TRANSACTIONS))"
+echo "ok: decode works without a worker id"
+stop primary
+
+echo "== 5. loaded without shared_preload_libraries"
+start primary
+expect_error primary "LOAD 'clockflake'" 55000 "clockflake must be loaded through shared_preload_libraries"
+sql primary -c "CREATE DATABASE fresh"
+DB=fresh expect_error primary "CREATE EXTENSION clockflake" 55000 "clockflake must be loaded through shared_preload_libraries"
+expect_error primary "SELECT clockflake.next_id()" 55000 "shared_preload_libraries = 'clockflake'"
+stop primary
+
+echo "== 6. an unknown layout stops the server from starting"
+rm -f "$DIR/primary/server.log"
+if start primary -c shared_preload_libraries=clockflake -c clockflake.layout=nope 2>/dev/null; then
+  echo "FAIL: the server started with clockflake.layout = nope" >&2
+  exit 1
+fi
+grep -q "UNKNOWN_LAYOUT" "$DIR/primary/server.log" || {
+  echo "FAIL: no UNKNOWN_LAYOUT in the server log:" >&2
+  tail -5 "$DIR/primary/server.log" >&2
+  exit 1
+}
+echo "ok: $(grep -m1 'FATAL\|ERROR' "$DIR/primary/server.log" | cut -c1-120)"
+
+echo "postgres-extension: every test passed"
