@@ -155,12 +155,15 @@ _NAMESPACES: list[bool] = []
 def namespaces() -> bool:
     """Whether this system lets an unprivileged process make a user and network namespace."""
     if not _NAMESPACES:
-        probe = subprocess.run(
-            ["unshare", "--user", "--map-root-user", "--net", "ip", "link", "set", "lo", "up"],
-            capture_output=True,
-        )
-        _NAMESPACES.append(probe.returncode == 0)
-        if probe.returncode != 0:
+        try:
+            probe = subprocess.run(
+                ["unshare", "--user", "--map-root-user", "--net", "ip", "link", "set", "lo", "up"],
+                capture_output=True,
+            )
+            _NAMESPACES.append(probe.returncode == 0)
+        except FileNotFoundError:  # no unshare (util-linux) or no ip (iproute2)
+            _NAMESPACES.append(False)
+        if not _NAMESPACES[0]:
             print("no user namespaces here: server blocks run on this machine's 127.0.0.1:8080")
     return _NAMESPACES[0]
 
