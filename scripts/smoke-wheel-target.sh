@@ -27,5 +27,7 @@ py_version=$("$@" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_inf
   --platform "$PLATFORM" --implementation cp --python-version "$py_version" \
   --target "$WORK/site-packages" "$WHEEL"
 cp "$ROOT/bindings-python/scripts/smoke_check.py" "$WORK/"
+# The console script runs through the same command (under qemu-user, the interpreter's own path
+# is not executable by the interpreter itself).
 (cd "$WORK" && PYTHONPATH="$WORK/site-packages" "$@" smoke_check.py "$VERSION" \
-  --scripts "$WORK/site-packages/bin")
+  --scripts "$WORK/site-packages/bin" --interpreter "$(printf '%q ' "$@")")
