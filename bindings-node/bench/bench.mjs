@@ -166,7 +166,9 @@ rows.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const [name, r] of results) {
   const raw = median(r.raw);
   const decode = median(r.decode);
-  const ratio = (theirs, mine) => (name === 'clockflake' ? '-' : `${fmt(theirs / mine, 2)}x faster`);
+  // Read as written: "1.62x faster" when the peer takes longer, "1.06x slower" when it is quicker.
+  const ratio = (theirs, mine) =>
+    name === 'clockflake' ? '-' : theirs >= mine ? `${fmt(theirs / mine, 2)}x faster` : `${fmt(mine / theirs, 2)}x slower`;
   rows.push(
     `| ${name} | ${Math.round(median(r.rate)).toLocaleString('en-US')} | ${fmt((100 * median(r.rate)) / CAP, 2)}% | ${fmt(100 * median(r.cpuShare), 0)}% | ${median(r.duplicates).toLocaleString('en-US')} (${fmt(100 * median(r.dupShare), 1)}%) | ${fmt(raw)} | ${ratio(raw, ourRaw)} | ${fmt(median(r.first), 0)} / ${fmt(median(r.firstP99), 0)} | ${fmt(decode)} | ${ratio(decode, ourDecode)} |`,
   );
