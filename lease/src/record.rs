@@ -137,4 +137,76 @@ mod tests {
             assert!(decode(&bad).is_err(), "byte {at} flipped");
         }
     }
+
+    /// `state`'s record with `first` in place of the format line, under a valid checksum:
+    /// what a writer of another format version would store.
+    fn with_format_line(state: &State, first: &str) -> String {
+        let text = encode(state);
+        let body = text
+            .split_at(text.rfind("checksum ").unwrap())
+            .0
+            .replacen(MAGIC, first, 1);
+        format!("{body}checksum {:016x}\n", fnv1a(body.as_bytes()))
+    }
+
+    /// A record of a format version this reader does not know (a later one, or none) is
+    /// refused, naming the version it reads, and never read as a version 1 record even when
+    /// every line after the first is one it knows. The version's line is the only place a
+    /// reader can tell formats apart: a reader that took any `clockflake-state N` would resume
+    /// from marks it does not understand.
+    #[test]
+    fn a_record_of_another_format_version_is_refused() {
+        assert_eq!(
+            decode(with_format_line(&sample(), MAGIC).as_bytes()),
+            Ok(sample())
+        );
+        for first in [
+            "clockflake-state 2",
+            "clockflake-state 10",
+            "clockflake-state",
+        ] {
+            let reason = decode(with_format_line(&sample(), first).as_bytes()).unwrap_err();
+            assert!(
+                reason.contains("expected first line \"clockflake-state 1\""),
+                "{first}: {reason}"
+            );
+        }
+    }
+
+    /// The same record met by a coordinator at `open`: `INVALID_STATE`, and the record left
+    /// as it was (`file://`, no server needed; PostgreSQL rows carry no format line, and
+    /// Redis and ZooKeeper store this same text, read by [`decode`]).
+    #[test]
+    fn a_newer_record_in_a_pool_refuses_open_with_invalid_state() {
+        let dir = clockflake_test_support::TempDir::new("record-format");
+        crate::FileCoordinator::new(&*dir, "pool").unwrap();
+        let layout = clockflake::Layout::CLOCKSEQ;
+        // A record this version could resume from but for its format line: this layout's,
+        // worker id 5's, one clock sequence used, its mark long past.
+        let mut high_water_ms = [None; MAX_CLOCK_SEQS];
+        high_water_ms[0] = Some(1_750_000_000_000);
+        let state = State {
+            layout_fingerprint: layout.fingerprint(),
+            worker_id: 5,
+            clock_seq: 0,
+            high_water_ms,
+        };
+        let path = dir.join("pool").join("worker-5.state");
+        let newer = with_format_line(&state, "clockflake-state 2");
+        std::fs::write(&path, &newer).unwrap();
+        let uri = format!("file://{}?app=pool", dir.display());
+        // Worker ids 0 to 4 are held, so that worker id 5 is the first free one.
+        let held: Vec<_> = (0..5)
+            .map(|_| crate::open(&uri, layout, crate::LeaseOptions::default()).unwrap())
+            .collect();
+        let error = crate::open(&uri, layout, crate::LeaseOptions::default()).unwrap_err();
+        assert_eq!(error.code(), "INVALID_STATE", "{error}");
+        assert!(error.to_string().contains("clockflake-state 1"), "{error}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            newer,
+            "left as it was"
+        );
+        drop(held);
+    }
 }
