@@ -8,9 +8,12 @@
 //!
 //! Configuration, fixed at server start (`PGC_POSTMASTER`):
 //! - `clockflake.layout`: a preset name as core names them (`clockseq`, the default, ...).
-//! - `clockflake.worker_id_unleased`: a worker id typed by hand (-1, the default: none, and
-//!   `next_id()` refuses). The name states the risk: nothing checks that no other server or
-//!   process uses the same worker id. A leased worker id (issue 35, step 4) is not built yet.
+//! - `clockflake.lease`: where the worker id is leased from (`file:///DIR?app=NAME`): a
+//!   background worker holds the lease and keeps the state record's marks ahead of the ids
+//!   (lease_worker.rs, shared.rs).
+//! - `clockflake.worker_id_unleased`: a worker id typed by hand instead (-1, the default:
+//!   none). The name states the risk: nothing checks that no other server or process uses the
+//!   same worker id. With neither set, `next_id()` refuses.
 //!
 //! The SQL surface is `sql/clockflake--0.1.0.sql`, written by hand (see make.mk: this crate is
 //! built with plain `cargo build`, without cargo-pgrx); each `AS 'MODULE_PATHNAME', 'X_wrapper'`
@@ -21,20 +24,27 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+mod lease_worker;
+mod shared;
+
 use clockflake::{Error, Generator, Layout, Options, SystemClock};
 use pgrx::datetime::TimestampWithTimeZone;
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 use pgrx::{
-    pg_shmem_init, AllocatedByRust, GucContext, GucFlags, GucRegistry, GucSetting,
-    PGRXSharedMemory, PgAtomic,
+    pg_shmem_init, AllocatedByRust, GucContext, GucFlags, GucRegistry, GucSetting, PgAtomic,
 };
+
+use crate::shared::Shared;
 
 pgrx::pg_module_magic!();
 
 /// `clockflake.layout`: the preset ids are made and decoded with.
 static LAYOUT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"clockseq"));
+
+/// `clockflake.lease`: the coordinator URI the worker id is leased from.
+static LEASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 /// `clockflake.worker_id_unleased`: a worker id typed by hand, or -1 for none.
 static WORKER_ID_UNLEASED: GucSetting<i32> = GucSetting::<i32>::new(-1);
@@ -47,30 +57,25 @@ static CONFIG: OnceLock<Config> = OnceLock::new();
 static SHARED_READY: AtomicBool = AtomicBool::new(false);
 
 /// The server's one generator, in shared memory.
-static SHARED: PgAtomic<SharedGenerator> = unsafe { PgAtomic::new(c"clockflake generator") };
+pub(crate) static SHARED: PgAtomic<Shared> = unsafe { PgAtomic::new(c"clockflake generator") };
 
 /// PostgreSQL's timestamps count microseconds from 2000-01-01T00:00:00Z: that instant in Unix ms.
 const POSTGRES_EPOCH_UNIX_MS: i64 = 946_684_800_000;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Config {
     layout: Layout,
-    /// `None`: no worker id configured, `next_id()` refuses.
+    /// `clockflake.worker_id_unleased`, or `None`.
     worker_id: Option<u64>,
+    /// `clockflake.lease`, or `None`.
+    lease: Option<String>,
 }
 
-/// What the postmaster puts in shared memory: core's generator, or nothing when no worker id
-/// is configured.
-struct SharedGenerator {
-    generator: Option<Generator>,
+/// The layout and lease URI, for the lease worker.
+fn lease_config() -> Option<(Layout, String)> {
+    let config = CONFIG.get()?;
+    Some((config.layout, config.lease.clone()?))
 }
-
-// SAFETY: a `Generator` is atomics (the last id issued, the high-water marks, the slow path's
-// spin flag) and plain data (the layout, the worker id and constants derived from them): no
-// pointer into any process's own memory, and its atomics work across processes sharing the
-// memory. It is written once, by the postmaster in the shared-memory startup hook, before any
-// backend exists, and only read through `&` afterwards.
-unsafe impl PGRXSharedMemory for SharedGenerator {}
 
 /// The ERRORs of the extension itself (core's refusals go through [`refusal`]).
 fn not_preloaded() -> ErrorReport {
@@ -94,7 +99,7 @@ fn not_preloaded() -> ErrorReport {
 /// Core's refusal as a PostgreSQL ERROR: a SQLSTATE a caller can test (class 22 for bad
 /// input, 55000 for the state of the world: the clock, the worker id) and core's stable code
 /// in the DETAIL.
-fn refusal(error: Error) -> ErrorReport {
+pub(crate) fn refusal(error: Error) -> ErrorReport {
     let sqlstate = match error {
         Error::InvalidId(_) => PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
         Error::TimestampOutOfRange { .. } => PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
@@ -113,9 +118,26 @@ fn config() -> Result<&'static Config, ErrorReport> {
     CONFIG.get().ok_or_else(not_preloaded)
 }
 
+/// Where ids come from.
+enum Source {
+    /// A worker id typed by hand.
+    Unleased(&'static Generator),
+    /// The lease worker's generator.
+    Leased(&'static Shared, Layout),
+}
+
+impl Source {
+    fn next_id(&self) -> Result<u64, ErrorReport> {
+        match self {
+            Source::Unleased(generator) => generator.next_id_with(&SystemClock).map_err(refusal),
+            Source::Leased(shared, layout) => shared::next_leased_id(shared, layout),
+        }
+    }
+}
+
 /// The shared generator, for a call that issues ids: refused on a standby, without a worker
 /// id, or when the library was not preloaded.
-fn generator() -> Result<&'static Generator, ErrorReport> {
+fn generator() -> Result<Source, ErrorReport> {
     if !SHARED_READY.load(Ordering::Acquire) {
         return Err(not_preloaded());
     }
@@ -129,19 +151,25 @@ fn generator() -> Result<&'static Generator, ErrorReport> {
         .set_detail("This server is a standby (or is still replaying WAL after a crash).")
         .set_hint("Issue ids on the primary."));
     }
-    match &SHARED.get().generator {
-        Some(generator) => Ok(generator),
-        None => Err(ErrorReport::new(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "clockflake: no worker id is configured, so this server issues no ids",
-            "clockflake",
-        )
-        .set_hint(
-            "Set clockflake.worker_id_unleased in postgresql.conf and restart. It is a worker \
-             id typed by hand: no other server or process making ids of this id space may \
-             use the same one, and nothing checks that.",
-        )),
+    let config = config()?;
+    let shared = SHARED.get();
+    if let Some(generator) = shared.unleased() {
+        return Ok(Source::Unleased(generator));
     }
+    if config.lease.is_some() {
+        return Ok(Source::Leased(shared, config.layout));
+    }
+    Err(ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "clockflake: no worker id is configured, so this server issues no ids",
+        "clockflake",
+    )
+    .set_hint(
+        "Set clockflake.lease = 'file:///DIR?app=NAME' (a leased worker id), or \
+         clockflake.worker_id_unleased (a worker id typed by hand: no other server or process \
+         making ids of this id space may use the same one, and nothing checks that), in \
+         postgresql.conf and restart.",
+    ))
 }
 
 fn to_bigint(id: u64) -> Result<i64, ErrorReport> {
@@ -153,8 +181,7 @@ fn to_bigint(id: u64) -> Result<i64, ErrorReport> {
 /// core's blocking `next_id` does; refuses with core's code otherwise.
 #[pg_extern(volatile, parallel_restricted)]
 fn next_id() -> Result<i64, ErrorReport> {
-    let id = generator()?.next_id_with(&SystemClock).map_err(refusal)?;
-    to_bigint(id)
+    to_bigint(generator()?.next_id()?)
 }
 
 /// `n` new ids, strictly increasing (consecutive within a tick, taken a tick's run at a time).
@@ -167,11 +194,19 @@ fn next_ids(n: i32) -> Result<SetOfIterator<'static, i64>, ErrorReport> {
             "clockflake",
         )
     })?;
-    let generator = generator()?;
     let mut ids = vec![0u64; count];
-    generator
-        .next_ids_with(&SystemClock, &mut ids)
-        .map_err(refusal)?;
+    match generator()? {
+        // Core's bulk call: whole runs of a tick at once.
+        Source::Unleased(generator) => generator
+            .next_ids_with(&SystemClock, &mut ids)
+            .map_err(refusal)?,
+        // One at a time: each id is checked against the lease's reservation.
+        leased => {
+            for slot in &mut ids {
+                *slot = leased.next_id()?;
+            }
+        }
+    }
     // Distinct by the generator's promise; sorted, they strictly increase even if the clock
     // stepped back during the call and the generator moved to another clock sequence.
     ids.sort_unstable();
@@ -282,6 +317,15 @@ fn define_settings() {
         GucContext::Postmaster,
         GucFlags::default(),
     );
+    GucRegistry::define_string_guc(
+        c"clockflake.lease",
+        c"Where the worker id is leased from: file:///DIR?app=NAME.",
+        c"A background worker holds the lease and keeps the worker's state record (its marks) \
+          ahead of the ids. Fixed at server start.",
+        &LEASE,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
     GucRegistry::define_int_guc(
         c"clockflake.worker_id_unleased",
         c"A worker id typed by hand, not leased: -1 (the default) for none.",
@@ -316,16 +360,42 @@ fn read_config() -> Result<Config, ErrorReport> {
         // Core's range check, now rather than at the first id.
         Generator::new(layout, worker_id, Options::default()).map_err(refusal)?;
     }
-    Ok(Config { layout, worker_id })
+    let lease = LEASE
+        .get()
+        .map(|uri| uri.to_string_lossy().into_owned())
+        .filter(|uri| !uri.is_empty());
+    if let Some(uri) = &lease {
+        lease_worker::parse_lease_uri(uri).map_err(|error| {
+            ErrorReport::new(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("clockflake: clockflake.lease: {error}"),
+                "clockflake",
+            )
+            .set_detail(format!("clockflake code: {}", error.code()))
+        })?;
+        if worker_id.is_some() {
+            return Err(ErrorReport::new(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                "clockflake: clockflake.lease and clockflake.worker_id_unleased are both set",
+                "clockflake",
+            )
+            .set_hint("Set one: the lease (recommended) or a worker id typed by hand."));
+        }
+    }
+    Ok(Config {
+        layout,
+        worker_id,
+        lease,
+    })
 }
 
-fn shared_generator() -> SharedGenerator {
-    let generator = CONFIG.get().and_then(|config| {
+fn shared_generator() -> Shared {
+    let unleased = CONFIG.get().and_then(|config| {
         let worker_id = config.worker_id?;
         Generator::new(config.layout, worker_id, Options::default()).ok()
     });
     SHARED_READY.store(true, Ordering::Release);
-    SharedGenerator { generator }
+    Shared::new(unleased)
 }
 
 #[pg_guard]
@@ -338,6 +408,9 @@ pub extern "C-unwind" fn _PG_init() {
     define_settings();
     match read_config() {
         Ok(config) => {
+            if config.lease.is_some() {
+                lease_worker::register();
+            }
             let _ = CONFIG.set(config);
         }
         Err(report) => {

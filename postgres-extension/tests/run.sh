@@ -13,6 +13,10 @@
 # 5. restarted without shared_preload_libraries: LOAD and CREATE EXTENSION fail with the message
 #    that says how to load it
 # 6. an unknown clockflake.layout: the server refuses to start, UNKNOWN_LAYOUT in its log
+# 7. leased worker ids (clockflake.lease = file://): two servers on one lease directory get
+#    different worker ids, and pgbench on both at once makes no id twice; a server whose lease
+#    worker stops refuses ids (LEASE_LOST); after a restart it leases again and goes on above
+#    every id it made
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -160,5 +164,55 @@ grep -q "UNKNOWN_LAYOUT" "$DIR/primary/server.log" || {
   exit 1
 }
 echo "ok: $(grep -m1 'FATAL\|ERROR' "$DIR/primary/server.log" | cut -c1-120)"
+
+echo "== 7. leased worker ids (file://)"
+LEASE="-c shared_preload_libraries=clockflake -c clockflake.lease='file://$DIR/leases?app=test'"
+start primary "$LEASE"
+new_cluster second
+start second "$LEASE"
+sql second -c "CREATE EXTENSION clockflake"
+worker_primary=$(sql primary -At -c "SELECT (clockflake.decode(clockflake.next_id())).worker_id")
+worker_second=$(sql second -At -c "SELECT (clockflake.decode(clockflake.next_id())).worker_id")
+if [ "$worker_primary" = "$worker_second" ]; then
+  echo "FAIL: both servers leased worker id $worker_primary" >&2
+  exit 1
+fi
+echo "ok: worker ids $worker_primary and $worker_second"
+for name in primary second; do
+  sql "$name" -c "CREATE TABLE leased (id bigint PRIMARY KEY DEFAULT clockflake.next_id(),
+    client integer NOT NULL, ord bigserial NOT NULL)"
+done
+printf 'INSERT INTO leased (client) VALUES (:client_id);\n' >"$DIR/insert-leased.sql"
+for name in primary second; do
+  "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$(cat "$DIR/$name/port")" -U postgres -c 4 -j 4 \
+    -t "$TRANSACTIONS" -f "$DIR/insert-leased.sql" postgres >"$DIR/pgbench-$name.log" 2>&1 &
+done
+wait %1 && wait %2 || { cat "$DIR"/pgbench-*.log >&2; exit 1; }
+sql second -c "COPY leased (id, client, ord) TO STDOUT" \
+  | sql primary -c "CREATE TABLE leased_second (LIKE leased)" -c "COPY leased_second FROM STDIN"
+result=$(sql primary -At -c "
+  SELECT (SELECT count(*) FROM leased) + (SELECT count(*) FROM leased_second),
+    (SELECT count(DISTINCT id) FROM (SELECT id FROM leased UNION ALL SELECT id FROM leased_second) AS a),
+    (SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY client ORDER BY ord) AS before
+      FROM leased) AS s WHERE id <= before)")
+expected="$((8 * TRANSACTIONS))|$((8 * TRANSACTIONS))|0"
+if [ "$result" != "$expected" ]; then
+  echo "FAIL: rows|distinct ids|not increasing = $result, expected $expected" >&2
+  exit 1
+fi
+echo "ok: two leased servers, rows|distinct ids|not increasing = $result"
+# The lease worker connects to no database: find it among the postmaster's children.
+lease_worker=$(pgrep -P "$(head -1 "$DIR/primary/data/postmaster.pid")" -f 'clockflake lease')
+kill -TERM "$lease_worker"
+while kill -0 "$lease_worker" 2>/dev/null; do sleep 0.1; done
+expect_error primary "SELECT clockflake.next_id()" 55000 "LEASE_LOST"
+stop primary
+start primary "$LEASE"
+result=$(sql primary -At -c "SELECT (clockflake.decode(clockflake.next_id())).worker_id,
+  clockflake.next_id() > (SELECT max(id) FROM leased)")
+test "$result" = "$worker_primary|t" || { echo "FAIL: after a restart: $result" >&2; exit 1; }
+echo "ok: restarted, worker id $worker_primary again, ids above every earlier one"
+stop primary
+stop second
 
 echo "postgres-extension: every test passed"
