@@ -227,9 +227,10 @@ export declare class Generator {
 export interface Generator extends DisposeMethod {}
 
 /**
- * Public ids that reveal nothing: a keyed, reversible permutation of the 63-bit id space, and a
- * 16-character text form (key version, payload, checksum). Hides when, where and how many; it
- * is not a capability, so never use it for authorisation.
+ * Public ids that reveal nothing: a keyed, reversible permutation of the 63-bit id space (NIST
+ * FF1 with AES-128), and a 16-character text form (key version, payload, checksum). Hides when,
+ * where and how many; it is not a capability, so never use it for authorisation. Keys whose
+ * public ids were made before FF1 are legacy keys: `withLegacyKey`, `PublicIds.legacy`.
  *
  * @example
  * const codec = new PublicIds(1, Buffer.from('0123456789abcdef'));
@@ -239,8 +240,12 @@ export interface Generator extends DisposeMethod {}
 export declare class PublicIds {
   /** `version`: 0..=31 (`INVALID_KEY_VERSION` otherwise); `key`: 16 secret bytes. */
   constructor(version: number, key: Uint8Array);
+  /** A codec whose current key is a legacy key (public ids made before FF1 that must stay the same). */
+  static legacy(version: number, key: Uint8Array): PublicIds;
   /** A new codec with these keys plus an older one, used only to decode texts made with it. */
   withOldKey(version: number, key: Uint8Array): PublicIds;
+  /** A new codec with these keys plus a legacy key (texts made before FF1), used only to decode. */
+  withLegacyKey(version: number, key: Uint8Array): PublicIds;
   /** The version of the current key. */
   readonly currentVersion: number;
   /** The public number of an id (below 2^63), under the current key. */

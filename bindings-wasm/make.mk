@@ -36,13 +36,16 @@ setup-wasm-chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# The size budget: 32 KiB until public ids moved to NIST FF1, whose AES (the aes crate's
+# constant-time software AES here) and FF1 rounds add about 12.6 KiB (27,992 -> 40,5xx bytes;
+# BENCHMARKS.md, "Public ids on FF1").
 build-wasm: setup-rust setup-wasm-bindgen
 	$(CARGO) build -q --target wasm32-unknown-unknown --profile wasm-release -p clockflake-wasm
 	@rm -rf $(WASM_DIR)/pkg/web $(WASM_DIR)/pkg/node
 	wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir $(WASM_DIR)/pkg/web $(WASM_OUT)
 	@size=$$(stat -c %s $(WASM_DIR)/pkg/web/clockflake_wasm_bg.wasm); \
-	  echo "clockflake_wasm_bg.wasm: $$size bytes ($$(( (size + 1023) / 1024 )) KiB; budget 32 KiB)"; \
-	  test $$size -le 32768 || { echo "over the 32 KiB budget"; exit 1; }
+	  echo "clockflake_wasm_bg.wasm: $$size bytes ($$(( (size + 1023) / 1024 )) KiB; budget 44 KiB)"; \
+	  test $$size -le 45056 || { echo "over the 44 KiB budget"; exit 1; }
 
 lint-wasm: setup-rust
 	$(LINT_CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown $(CLIPPY_FLAGS)

@@ -51,6 +51,8 @@ const back: bigint = codec.decode(pub);
 const pubText: string = codec.encodeText(id);
 const fromPub: bigint = codec.decodeText(pubText);
 const version: number = codec.currentVersion;
+const moved: PublicIds = new PublicIds(3, new Uint8Array(16)).withLegacyKey(2, Buffer.from('0123456789abcdef'));
+const kept: PublicIds = PublicIds.legacy(2, Buffer.from('0123456789abcdef'));
 
 // @ts-expect-error a leased generator takes no workerId
 Generator.open('file:///tmp/ids', { workerId: 1 });
@@ -76,7 +78,7 @@ new Generator({ workerId: 1, workerID: 2 });
 // @ts-expect-error resume takes no workerId
 Generator.resume(state, { workerId: 3 });
 
-console.log(leased, pub, back, fromPub, version, id, when, ms, batch, at, fromText, resumed, low, high, again, maxId, testGen);
+console.log(leased, pub, back, fromPub, version, moved, kept, id, when, ms, batch, at, fromText, resumed, low, high, again, maxId, testGen);
 
 // Issue 24: layout advice, JSON helpers, the layout as an option.
 const suggested: LayoutInfo = suggestLayout(300, 10_000, 30);

@@ -293,11 +293,14 @@ const PUB_DECODE_ASCII = 3;
 const TWO_63 = 1n << 63n;
 const freeingCodecs = registry((handle) => wasm_pub_free(handle));
 
-/** A codec's handle (`base` -1: a new codec; else `base` plus an old key), freed with `owner`. */
-export function publicIds(owner, base, version, key) {
+/**
+ * A codec's handle (`base` -1: a new codec; else `base` plus an old key; `legacy`: the key is of
+ * the construction used before FF1), freed with `owner`.
+ */
+export function publicIds(owner, base, version, key, legacy) {
   fresh();
   u8.set(key);
-  const handle = wasm_pub_new(base, version);
+  const handle = wasm_pub_new(base, version, legacy);
   fresh();
   u8.fill(0);
   if (handle < 0) throw takeError();

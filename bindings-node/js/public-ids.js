@@ -3,7 +3,10 @@ import * as engine from './engine.js';
 import { coded, typeError } from './errors.js';
 
 const MAX_KEY_VERSION = 31;
-/** Lets `withOldKey` build a codec from an existing one plus an old key (its handle, versions, key). */
+/**
+ * Lets `withOldKey`, `withLegacyKey` and `PublicIds.legacy` build a codec: [base handle (-1 for
+ * a new codec), current version, the key's version, the key, whether it is a legacy key].
+ */
 let adopting = null;
 
 function keyVersion(version) {
@@ -25,11 +28,21 @@ function bigintArg(value, name) {
   return value;
 }
 
+function adopt(base, currentVersion, version, key, legacy) {
+  adopting = [base, currentVersion, version, key, legacy];
+  try {
+    return new PublicIds(undefined, undefined);
+  } finally {
+    adopting = null;
+  }
+}
+
 /**
- * Public ids that reveal nothing: a keyed, reversible permutation of the 63-bit id space
- * (6-round Feistel network, SipHash rounds), and a 16-character text form with a key version
- * and a checksum. It hides when, where and how many; it is not a capability: anyone can submit
- * a public id and get some raw id back, so never use it for authorisation.
+ * Public ids that reveal nothing: a keyed, reversible permutation of the 63-bit id space (NIST
+ * FF1 with AES-128), and a 16-character text form with a key version and a checksum. It hides
+ * when, where and how many; it is not a capability: anyone can submit a public id and get some
+ * raw id back, so never use it for authorisation. Keys whose public ids were made before FF1
+ * (clockflake 0.1) are registered as legacy keys: `withLegacyKey`, `PublicIds.legacy`.
  */
 export class PublicIds {
   #handle;
@@ -41,24 +54,33 @@ export class PublicIds {
    */
   constructor(version, key) {
     if (adopting !== null) {
-      const [base, currentVersion, oldVersion, oldKey] = adopting;
+      const [base, currentVersion, keyVersion_, key_, legacy] = adopting;
       adopting = null;
       this.#version = currentVersion;
-      this.#handle = engine.publicIds(this, base, oldVersion, oldKey);
+      this.#handle = engine.publicIds(this, base, keyVersion_, key_, legacy);
       return;
     }
     this.#version = keyVersion(version);
-    this.#handle = engine.publicIds(this, -1, this.#version, keyBytes(key));
+    this.#handle = engine.publicIds(this, -1, this.#version, keyBytes(key), false);
   }
 
-  /** A new codec with the same keys plus an older key, used only to decode texts made with it. */
+  /**
+   * A codec whose current key is a legacy key (public ids made before FF1 that must stay the
+   * same, numbers included); prefer a new key with `withLegacyKey` for this one.
+   */
+  static legacy(version, key) {
+    const checked = keyVersion(version);
+    return adopt(-1, checked, checked, keyBytes(key), true);
+  }
+
+  /** A new codec with the same keys plus an older one, used only to decode texts made with it. */
   withOldKey(version, key) {
-    adopting = [this.#handle, this.#version, keyVersion(version), keyBytes(key)];
-    try {
-      return new PublicIds(undefined, undefined);
-    } finally {
-      adopting = null;
-    }
+    return adopt(this.#handle, this.#version, keyVersion(version), keyBytes(key), false);
+  }
+
+  /** A new codec with the same keys plus a legacy key (texts made before FF1), used only to decode. */
+  withLegacyKey(version, key) {
+    return adopt(this.#handle, this.#version, keyVersion(version), keyBytes(key), true);
   }
 
   /** The version of the current key (the one `encode` and `encodeText` use). */

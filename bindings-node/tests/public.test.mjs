@@ -60,6 +60,21 @@ test('PublicIds: withOldKey returns a new codec that still reads texts of the ol
   assert.equal(withOld.decodeText(text), 42n);
 });
 
+test('PublicIds: legacy keys (public ids made before FF1) keep their links', () => {
+  // Made before FF1 with key version 1 (tests/vectors/public/codec.json).
+  const text = '17T3G30P67GKXXA6';
+  const id = 383_188_013_854_781_440n;
+  const kept = PublicIds.legacy(1, KEY1);
+  assert.ok(kept instanceof PublicIds);
+  assert.equal(kept.currentVersion, 1);
+  assert.equal(kept.decodeText(text), id);
+  assert.equal(kept.encodeText(id), text);
+  const moved = new PublicIds(2, KEY2).withLegacyKey(1, KEY1);
+  assert.equal(moved.decodeText(text), id);
+  assert.equal(moved.encodeText(id)[0], '2');
+  assert.notEqual(new PublicIds(1, KEY1).decodeText(text), id, 'the same key read as FF1 gives another id');
+});
+
 test('PublicIds: typos and unknown versions are errors, never a wrong id', () => {
   const codec = new PublicIds(1, KEY1);
   const text = codec.encodeText(383_188_013_854_781_440n);
@@ -92,6 +107,10 @@ const badInputs = [
   ['withOldKey(current version)', () => codec.withOldKey(1, KEY2), Error, 'INVALID_KEY_VERSION'],
   ['withOldKey(40)', () => codec.withOldKey(40, KEY2), RangeError, 'INVALID_KEY_VERSION'],
   ['withOldKey(2, short key)', () => codec.withOldKey(2, new Uint8Array(3)), RangeError, 'INVALID_ARG_VALUE'],
+  ['withLegacyKey(current version)', () => codec.withLegacyKey(1, KEY2), Error, 'INVALID_KEY_VERSION'],
+  ['withLegacyKey(2, string key)', () => codec.withLegacyKey(2, 'k'), TypeError, 'INVALID_ARG_TYPE'],
+  ['PublicIds.legacy(32, key)', () => PublicIds.legacy(32, KEY1), RangeError, 'INVALID_KEY_VERSION'],
+  ['PublicIds.legacy(1, 15 bytes)', () => PublicIds.legacy(1, KEY1.subarray(1)), RangeError, 'INVALID_ARG_VALUE'],
   ['encode(number)', () => codec.encode(5), TypeError, 'INVALID_ARG_TYPE'],
   ['encode(string)', () => codec.encode('5'), TypeError, 'INVALID_ARG_TYPE'],
   ['encode(-1n)', () => codec.encode(-1n), Error, 'INVALID_ID'],

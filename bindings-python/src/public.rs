@@ -17,8 +17,11 @@ use crate::errors::{Refusal, ARG_TYPE, ARG_VALUE};
 ///
 /// `version` (0..=31) tags the key in the text form, so that keys can rotate:
 /// `PublicIds(2, new_key).with_old_key(1, old_key)` encodes with the new key and still
-/// decodes texts made with the old one. It hides ids; it does not authenticate: anyone can
-/// submit a public id and get some raw id back, so never use it for authorisation.
+/// decodes texts made with the old one. The construction is NIST FF1 with AES-128; a key whose
+/// public ids were issued before FF1 (clockflake 0.1's Feistel network) is registered as
+/// legacy: `PublicIds(2, new_key).with_legacy_key(1, old_key)`, or `PublicIds.legacy(1, key)`
+/// to keep encoding with it. It hides ids; it does not authenticate: anyone can submit a
+/// public id and get some raw id back, so never use it for authorisation.
 #[pyclass(frozen, module = "clockflake._clockflake", name = "PublicIds")]
 pub struct PyPublicIds {
     inner: PublicIds,
@@ -63,6 +66,17 @@ impl PyPublicIds {
         })
     }
 
+    /// A codec whose current key is a legacy key (public ids issued before FF1, which must
+    /// stay the same): prefer a new key with `with_legacy_key` for this one.
+    #[staticmethod]
+    fn legacy(version: &Bound<'_, PyAny>, key: &Bound<'_, PyAny>) -> PyResult<PyPublicIds> {
+        let version = key_version(version)?;
+        let key = key_bytes(key)?;
+        Ok(PyPublicIds {
+            inner: PublicIds::legacy(version, key).map_err(Refusal::from)?,
+        })
+    }
+
     /// A new codec that also decodes text forms made with an older key of `version`.
     fn with_old_key(
         &self,
@@ -76,6 +90,24 @@ impl PyPublicIds {
                 .inner
                 .clone()
                 .with_old_key(version, key)
+                .map_err(Refusal::from)?,
+        })
+    }
+
+    /// A new codec that also decodes text forms made before FF1 with the legacy key of
+    /// `version`.
+    fn with_legacy_key(
+        &self,
+        version: &Bound<'_, PyAny>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<PyPublicIds> {
+        let version = key_version(version)?;
+        let key = key_bytes(key)?;
+        Ok(PyPublicIds {
+            inner: self
+                .inner
+                .clone()
+                .with_legacy_key(version, key)
                 .map_err(Refusal::from)?,
         })
     }

@@ -66,6 +66,8 @@ public: int = codec.encode(one)
 text: str = codec.encode_text(one)
 back: int = codec.decode_text(text) + codec.decode(public)
 version: int = codec.current_version
+moved: PublicIds = PublicIds(2, bytes(16)).with_legacy_key(1, b"0123456789abcdef")
+kept: PublicIds = PublicIds.legacy(1, b"0123456789abcdef")
 
 suggested: LayoutInfo = suggest_layout(300, 10_000, 30)
 plausible: bool = is_plausible(one, suggested, now_ms=1_795_000_000_000, margin_ms=1000)

@@ -656,15 +656,17 @@ fn try_codec<T>(handle: u32, run: impl FnOnce(&PublicIds) -> Result<T, Error>) -
 }
 
 /// A new codec's handle, or -1. `base` < 0: a codec whose current key (scratch bytes 0..16) is
-/// tagged `version`; else a copy of codec `base` with that key added as an old key. JS passes
-/// versions 0..=255 only.
+/// tagged `version`; else a copy of codec `base` with that key added as an old key. `legacy`:
+/// the key is of the construction public ids used before FF1. JS passes versions 0..=255 only.
 #[wasm_bindgen]
-pub fn pub_new(base: i32, version: u32) -> i32 {
+pub fn pub_new(base: i32, version: u32, legacy: bool) -> i32 {
     let key = scratch_bytes();
     let version = u8::try_from(version).unwrap_or(u8::MAX);
-    let made = match u32::try_from(base) {
-        Err(_) => PublicIds::new(version, key),
-        Ok(base) => try_codec(base, |codec| codec.clone().with_old_key(version, key)),
+    let made = match (u32::try_from(base), legacy) {
+        (Err(_), false) => PublicIds::new(version, key),
+        (Err(_), true) => PublicIds::legacy(version, key),
+        (Ok(base), false) => try_codec(base, |codec| codec.clone().with_old_key(version, key)),
+        (Ok(base), true) => try_codec(base, |codec| codec.clone().with_legacy_key(version, key)),
     };
     let codec = match made {
         Ok(codec) => codec,

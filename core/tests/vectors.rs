@@ -177,23 +177,37 @@ fn every_shared_vector() {
     println!("ran {ran} vector cases");
 }
 
-/// The codec from a vector's key ring: the first key is current, the rest are old.
+/// The codec from a vector's key ring: the first key is current, the rest are old; each key's
+/// `construction` is `ff1` or `legacy`.
 fn codec_from(keys: &Value) -> Result<clockflake::PublicIds, Error> {
     let keys = keys.as_array().expect("keys");
-    let key_of = |entry: &Value| -> (u8, [u8; 16]) {
+    let key_of = |entry: &Value| -> (u8, [u8; 16], bool) {
         let hex = entry["key_hex"].as_str().expect("key_hex");
         let bytes: Vec<u8> = (0..32)
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
             .collect();
         let version = u8::try_from(small(&entry["version"])).expect("version");
-        (version, bytes.try_into().expect("16 bytes"))
+        let legacy = match entry["construction"].as_str() {
+            Some("ff1") => false,
+            Some("legacy") => true,
+            other => panic!("unknown construction {other:?}"),
+        };
+        (version, bytes.try_into().expect("16 bytes"), legacy)
     };
-    let (version, key) = key_of(&keys[0]);
-    let mut codec = clockflake::PublicIds::new(version, key)?;
+    let (version, key, legacy) = key_of(&keys[0]);
+    let mut codec = if legacy {
+        clockflake::PublicIds::legacy(version, key)?
+    } else {
+        clockflake::PublicIds::new(version, key)?
+    };
     for entry in &keys[1..] {
-        let (version, key) = key_of(entry);
-        codec = codec.with_old_key(version, key)?;
+        let (version, key, legacy) = key_of(entry);
+        codec = if legacy {
+            codec.with_legacy_key(version, key)?
+        } else {
+            codec.with_old_key(version, key)?
+        };
     }
     Ok(codec)
 }
@@ -235,5 +249,5 @@ fn every_public_id_vector() {
         assert_eq!(got, expected, "{}", case["id"]);
         ran += 1;
     }
-    assert!(ran >= 40, "ran only {ran} public-id cases");
+    assert!(ran >= 80, "ran only {ran} public-id cases");
 }

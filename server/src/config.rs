@@ -268,8 +268,9 @@ pub fn public_ids_from_env() -> Result<Option<PublicIds>, String> {
 }
 
 /// Keys as `VERSION:HEX` entries (32 hex digits, 16 bytes), separated by commas, spaces or
-/// newlines; the first is the current key, the others old keys kept for decoding. Messages
-/// never repeat a key.
+/// newlines; the first is the current key, the others old keys kept for decoding. A key whose
+/// public ids were issued before FF1 (clockflake 0.1) is written `VERSION:legacy:HEX`, so that
+/// its texts keep decoding. Messages never repeat a key.
 pub fn parse_keys(text: &str) -> Result<PublicIds, String> {
     let mut codec: Option<PublicIds> = None;
     let entries = text
@@ -285,12 +286,18 @@ pub fn parse_keys(text: &str) -> Result<PublicIds, String> {
         let version: u8 = version
             .parse()
             .map_err(|_| format!("entry {}: expected a key version 0..=31", index + 1))?;
+        let (legacy, hex) = match hex.strip_prefix("legacy:") {
+            Some(hex) => (true, hex),
+            None => (false, hex),
+        };
         let key = parse_hex_key(hex)
             .ok_or_else(|| format!("entry {}: expected 32 hex digits (16 bytes)", index + 1))?;
         codec = Some(
-            match codec {
-                None => PublicIds::new(version, key),
-                Some(codec) => codec.with_old_key(version, key),
+            match (codec, legacy) {
+                (None, false) => PublicIds::new(version, key),
+                (None, true) => PublicIds::legacy(version, key),
+                (Some(codec), false) => codec.with_old_key(version, key),
+                (Some(codec), true) => codec.with_legacy_key(version, key),
             }
             .map_err(|error| format!("entry {}: {error}", index + 1))?,
         );
@@ -317,6 +324,25 @@ mod tests {
     use super::*;
 
     const HEX: &str = "000102030405060708090a0b0c0d0e0f";
+
+    /// `VERSION:legacy:HEX` keeps a key of the construction before FF1: its texts decode.
+    #[test]
+    fn legacy_keys_keep_decoding_their_texts() {
+        let key = *b"clockflake-key-1";
+        let old_text = PublicIds::legacy(1, key).unwrap().encode_text(42).unwrap();
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        let codec = parse_keys(&format!("2:{HEX}, 1:legacy:{hex}")).unwrap();
+        assert_eq!(codec.decode_text(old_text.as_str()).unwrap(), 42);
+        assert_eq!(codec.is_legacy(1), Some(true));
+        assert_eq!(codec.is_legacy(2), Some(false));
+        let current = parse_keys(&format!("1:legacy:{hex}")).unwrap();
+        assert_eq!(current.encode_text(42).unwrap(), old_text);
+        let error = parse_keys("1:legacy:zz").unwrap_err();
+        assert!(
+            error.contains("32 hex digits") && !error.contains("zz"),
+            "{error}"
+        );
+    }
 
     /// `--help` for `--lease` names every scheme the lease crate accepts with the features this
     /// crate builds it with (clockflake-lease's `uri::connect`: postgres, zookeeper, redis and

@@ -152,8 +152,9 @@ export function allCases(files) {
 }
 
 // ---- public-id codec vectors (tests/vectors/public/*.json)
-// api.PublicIds: new PublicIds(version, keyBytes: Uint8Array(16)); .withOldKey(version, keyBytes)
-// returns the codec; .encode(bigint) / .decode(bigint) -> bigint; .encodeText(bigint) -> string;
+// api.PublicIds: new PublicIds(version, keyBytes: Uint8Array(16)) (an FF1 key) or
+// PublicIds.legacy(version, keyBytes); .withOldKey / .withLegacyKey(version, keyBytes) return the
+// codec (each key's `construction` in the vectors: ff1 or legacy); .encode(bigint) / .decode(bigint) -> bigint; .encodeText(bigint) -> string;
 // .decodeText(string) -> bigint.
 
 function hexToBytes(hex) {
@@ -166,9 +167,17 @@ export function runPublicCase(api, testCase) {
   const name = testCase.id;
   const input = testCase.in;
   const got = outcome(name, () => {
+    const legacy = (entry) => {
+      if (entry.construction !== 'ff1' && entry.construction !== 'legacy') throw new Error(`${name}: unknown construction ${JSON.stringify(entry.construction)}`);
+      return entry.construction === 'legacy';
+    };
     const [current, ...old] = input.keys;
-    let codec = new api.PublicIds(current.version, hexToBytes(current.key_hex));
-    for (const entry of old) codec = codec.withOldKey(entry.version, hexToBytes(entry.key_hex));
+    const currentKey = hexToBytes(current.key_hex);
+    let codec = legacy(current) ? api.PublicIds.legacy(current.version, currentKey) : new api.PublicIds(current.version, currentKey);
+    for (const entry of old) {
+      const key = hexToBytes(entry.key_hex);
+      codec = legacy(entry) ? codec.withLegacyKey(entry.version, key) : codec.withOldKey(entry.version, key);
+    }
     switch (testCase.op) {
       case 'public_encode': {
         const id = BigInt(input.id);
@@ -182,6 +191,6 @@ export function runPublicCase(api, testCase) {
         throw new Error(`${name}: unknown op ${JSON.stringify(testCase.op)}`);
     }
   });
-  if (got.error && /unknown op/.test(got.error.message)) throw got.error;
+  if (got.error && /unknown (op|construction)/.test(got.error.message)) throw got.error;
   expectOutcome(name, testCase, got, (out) => out);
 }
