@@ -161,10 +161,14 @@ export declare class ClockflakeError extends Error {
 
 /**
  * `[Symbol.dispose](): void` where the compilation knows `Symbol.dispose` (TypeScript's
- * `esnext.disposable` lib, or @types/node), so `using gen = Generator.open(...)` type-checks;
+ * `esnext.disposable` lib, or @types/node), so `using gen = Generator.openSync(...)` type-checks;
  * nothing where it does not, so these types compile with or without either.
  */
 type DisposeMethod = SymbolConstructor extends { readonly dispose: infer D extends symbol } ? { [K in D]: () => void } : Record<never, never>;
+/** `[Symbol.asyncDispose](): Promise<void>` likewise, so `await using gen = await Generator.open(...)` type-checks. */
+type AsyncDisposeMethod = SymbolConstructor extends { readonly asyncDispose: infer D extends symbol }
+  ? { [K in D]: () => Promise<void> }
+  : Record<never, never>;
 
 /**
  * Generates ids for one worker id. One per thread: a `Generator` cannot be shared with a worker
@@ -180,17 +184,28 @@ export declare class Generator {
   static resume(state: GeneratorState, options?: ResumeOptions): Generator;
   /**
    * A generator whose worker id is leased from a coordinator (a background thread renews it);
-   * no id goes out after the lease deadline, and past it calls throw `LEASE_LOST`. Ids are
-   * issued in JavaScript, as for a fixed worker id, within ticks the lease granted through its
-   * checks (at most 200 ms ahead, inside the persisted reservation, two ticks + 10 ms before the
-   * deadline), each checked against the deadline. Release it with `close()` or `using`. Each
-   * cluster worker and worker_thread opens its own.
+   * no id goes out after the lease deadline, and past it calls throw `LEASE_LOST`. The
+   * coordinator's I/O (and a handover's wait, up to `maxHandoverWaitMs`) runs on a thread of the
+   * native addon, never on the event loop; every refusal rejects the promise. Ids are issued in
+   * JavaScript, as for a fixed worker id, within ticks the lease granted through its checks (at
+   * most 200 ms ahead, inside the persisted reservation, two ticks + 10 ms before the deadline),
+   * each checked against the deadline. Release it with `await gen.close()` or `await using`.
+   * Each cluster worker and worker_thread opens its own.
    *
    * @example
-   * using gen = Generator.open('file:///var/lib/app/ids?app=orders');
+   * await using gen = await Generator.open('postgres://app@db:5432/ids?app=orders&ttl=10s');
    * const id = gen.nextId();
    */
-  static open(uri: CoordinatorUri, options?: OpenOptions): Generator;
+  static open(uri: CoordinatorUri, options?: OpenOptions): Promise<Generator>;
+  /**
+   * `Generator.open` on the calling thread, which it blocks for the coordinator's I/O: for
+   * scripts and CommonJS modules that cannot await, with a `file://` pool (local lock files).
+   * A server wants `await Generator.open(uri)`.
+   *
+   * @example
+   * using gen = Generator.openSync('file:///var/lib/app/ids?app=orders');
+   */
+  static openSync(uri: CoordinatorUri, options?: OpenOptions): Generator;
   /** The worker id (for `Generator.open`, the leased one). */
   readonly workerId: number;
   /** False once closed, and for a leased generator once its lease is lost. */
@@ -217,14 +232,18 @@ export declare class Generator {
   /** A snapshot to persist and pass to `Generator.resume`. */
   state(): GeneratorState;
   /**
-   * Stops issuing ids (later calls throw `GENERATOR_CLOSED`); a leased generator stores its
-   * state and releases its worker id. Idempotent.
+   * Stops issuing ids at once (later calls throw `GENERATOR_CLOSED`); the promise settles once a
+   * leased generator has stored its state and released its worker id, off the event loop (it
+   * rejects with `COORDINATOR_UNAVAILABLE` when the coordinator does not answer: the worker id
+   * is then freed by its lease's expiry). Idempotent: every call returns the first one's promise.
    */
-  close(): void;
+  close(): Promise<void>;
+  /** `close()` on the calling thread, which it blocks until the worker id is released (or throws). */
+  closeSync(): void;
 }
 
-/** `gen[Symbol.dispose]()` is `close()`, for `using`. */
-export interface Generator extends DisposeMethod {}
+/** `gen[Symbol.dispose]()` is `closeSync()`, for `using`; `gen[Symbol.asyncDispose]()` is `close()`, for `await using`. */
+export interface Generator extends DisposeMethod, AsyncDisposeMethod {}
 
 /**
  * Public ids that reveal nothing: a keyed, reversible permutation of the 63-bit id space (NIST

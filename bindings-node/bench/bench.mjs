@@ -33,9 +33,9 @@ const CAP = 4_096_000;
 const EPOCH = 1_704_067_200_000;
 
 const leaseDir = mkdtempSync(join(os.tmpdir(), 'clockflake-bench-lease-'));
-const leased = clockflake.Generator.open(`file://${leaseDir}?app=bench`);
+const leased = clockflake.Generator.openSync(`file://${leaseDir}?app=bench`);
 process.on('exit', () => {
-  leased.close();
+  leased.closeSync();
   rmSync(leaseDir, { recursive: true, force: true });
 });
 

@@ -32,9 +32,10 @@ function measure(dir) {
   };
   const leaseDir = mkdtempSync(join(os.tmpdir(), 'clockflake-compare-'));
   try {
-    const leased = lib.Generator.open(`file://${leaseDir}?app=compare`);
+    // openSync where the package has it (a checkout from before the asynchronous open has only open).
+    const leased = (lib.Generator.openSync ?? lib.Generator.open).call(lib.Generator, `file://${leaseDir}?app=compare`);
     rows['leased `nextId()` (file://), bursts (ns per call)'] = burst(() => leased.nextId(), 200);
-    leased.close();
+    (leased.closeSync ?? leased.close).call(leased);
   } catch (error) {
     console.error(`${dir}: no leased row (${error.code ?? error.message})`);
   } finally {

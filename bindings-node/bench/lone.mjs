@@ -35,9 +35,10 @@ function generator(name, dir) {
   if (name === 'leased') {
     const { Generator } = require(resolve(dir, 'lib/index.cjs'));
     const leaseDir = mkdtempSync(join(os.tmpdir(), 'clockflake-lone-'));
-    const gen = Generator.open(`file://${leaseDir}?app=lone`);
+    // openSync where the package has it (a checkout from before the asynchronous open has only open).
+    const gen = (Generator.openSync ?? Generator.open).call(Generator, `file://${leaseDir}?app=lone`);
     const done = () => {
-      gen.close();
+      (gen.closeSync ?? gen.close).call(gen);
       rmSync(leaseDir, { recursive: true, force: true });
     };
     return { next: () => gen.nextId(), done };

@@ -17,12 +17,12 @@ console.log(`  sonyflake ${id} -> ${JSON.stringify(decode(id, layouts.sonyflake)
 // A leased worker id from the embedded coordinator (a lock file per worker id in a directory).
 {
   const dir = mkdtempSync(join(tmpdir(), 'clockflake-demo-'));
-  const first = Generator.open(`file://${dir}?app=orders`);
-  const second = Generator.open(`file://${dir}?app=orders`);
+  const first = await Generator.open(`file://${dir}?app=orders`);
+  const second = await Generator.open(`file://${dir}?app=orders`);
   const leasedId = first.nextId();
   console.log(`  leased: ${first.coordinator} gave worker ids ${first.workerId} and ${second.workerId}; ${leasedId} decodes to worker ${decode(leasedId).workerId}`);
-  first.close();
-  second.close();
+  await first.close();
+  await second.close();
   rmSync(dir, { recursive: true, force: true });
   const codec = new PublicIds(1, new TextEncoder().encode('demo-key-0123456'));
   console.log(`  public id of ${leasedId}: ${codec.encode(leasedId)} / ${codec.encodeText(leasedId)} -> ${codec.decodeText(codec.encodeText(leasedId))}`);

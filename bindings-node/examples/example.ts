@@ -31,19 +31,28 @@ try {
   console.log(code, retry);
 }
 
-// Leased worker ids, released at the end of the block.
-function leased(): bigint {
+// Leased worker ids, released at the end of the block (`await using`: close() off the event loop).
+async function leased(): Promise<bigint> {
   const options: OpenOptions = { layout: 'clockseq', maxHandoverWaitMs: 2000 };
-  using leasedGen = Generator.open('file:///var/lib/app/ids?app=orders', options);
+  await using leasedGen = await Generator.open('postgres://app@db:5432/ids?app=orders&ttl=10s', options);
   const worker: number = leasedGen.workerId;
   const active: boolean = leasedGen.isActive;
   const where: string | null = leasedGen.coordinator;
   console.log(worker, active, where);
   return leasedGen.nextId();
 }
-const other = Generator.open('postgres://app@db:5432/ids?app=orders&ttl=10s');
-other.close();
-other[Symbol.dispose]();
+// The synchronous forms, for scripts (`using`: closeSync()).
+function leasedSync(): bigint {
+  using leasedGen = Generator.openSync('file:///var/lib/app/ids?app=orders');
+  return leasedGen.nextId();
+}
+void Generator.open('file:///var/lib/app/ids?app=orders').then(async (other: Generator) => {
+  const closing: Promise<void> = other.close();
+  await closing;
+  await other[Symbol.asyncDispose]();
+  other.closeSync();
+  other[Symbol.dispose]();
+});
 
 const codec = new PublicIds(2, Buffer.from('0123456789abcdef')).withOldKey(1, new Uint8Array(16));
 const pub: bigint = codec.encode(id);
@@ -78,7 +87,7 @@ new Generator({ workerId: 1, workerID: 2 });
 // @ts-expect-error resume takes no workerId
 Generator.resume(state, { workerId: 3 });
 
-console.log(leased, pub, back, fromPub, version, moved, kept, id, when, ms, batch, at, fromText, resumed, low, high, again, maxId, testGen);
+console.log(leased, leasedSync, pub, back, fromPub, version, moved, kept, id, when, ms, batch, at, fromText, resumed, low, high, again, maxId, testGen);
 
 // Issue 24: layout advice, JSON helpers, the layout as an option.
 const suggested: LayoutInfo = suggestLayout(300, 10_000, 30);

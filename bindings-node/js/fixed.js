@@ -79,6 +79,11 @@ export class FixedWorker {
     this.#handle = CLOSED_HANDLE;
   }
 
+  /** `close()`: nothing to wait for. */
+  async closeAsync() {
+    this.close();
+  }
+
   /** After `restored()`: nothing is held outside the engine, which refuses through generator.js. */
   invalidate() {}
 

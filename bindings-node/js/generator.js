@@ -8,7 +8,7 @@
 import { coded, integer, shown } from './errors.js';
 import { FixedWorker } from './fixed.js';
 import { generatorOptions } from './options.js';
-import { openLease, restores } from './native.js';
+import { openLease, openLeaseAsync, restores } from './native.js';
 import * as engine from './engine.js';
 
 /** Most ids one `nextIds` call returns. */
@@ -18,6 +18,8 @@ const RESUME_OPTION_NAMES = OPTION_NAMES.filter((name) => name !== 'workerId');
 const STATE_KEYS = ['layoutFingerprint', 'workerId', 'clockSeq', 'highWaterMs'];
 /** `Symbol.dispose` where the runtime has it (Node >= 20.4, 18.18), else the registered name Node and TypeScript use. */
 const DISPOSE = typeof Symbol.dispose === 'symbol' ? Symbol.dispose : Symbol.for('nodejs.dispose');
+/** `Symbol.asyncDispose` likewise (`await using`). */
+const ASYNC_DISPOSE = typeof Symbol.asyncDispose === 'symbol' ? Symbol.asyncDispose : Symbol.for('nodejs.asyncDispose');
 /** The constructor's first argument from `Generator.resume` and `Generator.open`, which pass what the generator holds as the second. */
 const HOLDING = Symbol('clockflake.holding');
 
@@ -84,9 +86,11 @@ export class Generator {
   }
 
   /**
-   * A generator whose worker id is leased from a coordinator, continuing above every id that
-   * worker id ever issued. The coordinators (README's list, kept true by
-   * tests/coordinators.test.mjs):
+   * A promise of a generator whose worker id is leased from a coordinator, continuing above
+   * every id that worker id ever issued. The coordinator's I/O (and, after a handover, the wait
+   * for this host's clock, up to `maxHandoverWaitMs`) runs on a thread of the native addon,
+   * never on the event loop; every refusal is a rejection. The coordinators (README's list,
+   * kept true by tests/coordinators.test.mjs):
    * `file:///var/lib/app/ids?app=orders` (one host: a lock file per worker id),
    * `postgres://user@db:5432/ids?app=orders&ttl=10s` (row leases),
    * `redis://db:6379/0?app=orders&ttl=10s` (key leases),
@@ -94,12 +98,22 @@ export class Generator {
    * `k8s:///var/lib/app/ids?app=orders` (a StatefulSet pod's ordinal),
    * `env:///var/lib/app/ids?app=orders` (`CLOCKFLAKE_WORKER_ID`).
    * A background thread renews the lease; past its deadline every call throws `LEASE_LOST`.
-   * Call `close()` (or `using`) to release the worker id. Each cluster worker and each
+   * Call `close()` (or `await using`) to release the worker id. Each cluster worker and each
    * worker_thread opens its own.
    * @param {string} uri the coordinator
    * @param {object} [options] `{ layout?, onRollback?, maxWaitMs?, maxDriftMs?, maxHandoverWaitMs? }`
    */
-  static open(uri, options = {}) {
+  static async open(uri, options = {}) {
+    const generator = await openLeaseAsync(uri, options);
+    return new Generator(HOLDING, { generator, record: generator.record });
+  }
+
+  /**
+   * `Generator.open` on the calling thread: blocks it for the coordinator's I/O. For scripts
+   * and CommonJS modules that cannot await, and a `file://` pool (local lock files, no
+   * network); a server's event loop wants `await Generator.open(uri)`.
+   */
+  static openSync(uri, options = {}) {
     const generator = openLease(uri, options);
     return new Generator(HOLDING, { generator, record: generator.record });
   }
@@ -146,11 +160,21 @@ export class Generator {
   }
 
   /**
-   * Stops issuing ids: later calls throw `GENERATOR_CLOSED`. A leased generator stops its
-   * renewal thread, stores its state with the coordinator and releases its worker id.
-   * Idempotent. `gen[Symbol.dispose]()` (and `using`) calls it.
+   * Stops issuing ids at once (later calls throw `GENERATOR_CLOSED`), and returns a promise
+   * that settles once a leased generator has stopped its renewal thread, stored its state with
+   * the coordinator and released its worker id, all off the event loop. Idempotent: every
+   * call returns the first one's promise. `await using` calls it (`Symbol.asyncDispose`).
    */
   close() {
+    return this.#held.closeAsync();
+  }
+
+  /**
+   * `close()` on the calling thread: returns once the worker id is released (or throws why
+   * not), blocking the thread for the coordinator's I/O meanwhile. `using` calls it
+   * (`Symbol.dispose`), and so may a process's last lines, which cannot await.
+   */
+  closeSync() {
     this.#held.close();
   }
 
@@ -208,10 +232,19 @@ export class Generator {
   }
 }
 
-/** `using gen = Generator.open(...)` closes the generator at the end of the block. */
+/** `using gen = Generator.openSync(...)` closes the generator at the end of the block (`closeSync`). */
 Object.defineProperty(Generator.prototype, DISPOSE, {
   value: function dispose() {
-    this.close();
+    this.closeSync();
+  },
+  writable: true,
+  configurable: true,
+});
+
+/** `await using gen = await Generator.open(...)` closes it at the end of the block (`close`). */
+Object.defineProperty(Generator.prototype, ASYNC_DISPOSE, {
+  value: function asyncDispose() {
+    return this.close();
   },
   writable: true,
   configurable: true,

@@ -27,7 +27,7 @@
 // park, the deadline near) drops the grant, and the lease decides as for any id.
 import * as engine from './engine.js';
 import { coded, integer, plainObject, typeError } from './errors.js';
-import { call, fromNative, nativeAddon } from './native.js';
+import { call, failed, fromNative, nativeAddon } from './native.js';
 import { generatorOptions } from './options.js';
 import { waitUntil } from './wait.js';
 
@@ -71,6 +71,11 @@ const EXTEND_MS = 100;
 /** Kept between the deadline handed over and the last id served here: the clocks' rounding (ms). */
 const DEADLINE_GUARD_MS = 2;
 
+/** What every id call of a closed generator throws: core's GENERATOR_CLOSED, as the addon's. */
+function closedError() {
+  return engine.coreError('GENERATOR_CLOSED');
+}
+
 export class Leased {
   #native;
   #lease;
@@ -88,16 +93,38 @@ export class Leased {
   #offset = 0;
   #perfUntil = -Infinity;
   #wallUntil = -Infinity;
+  /** Set by close: no id from here on, even while the addon is still releasing the worker id. */
+  #closed = false;
+  /** The promise of the first `closeAsync()`, which every later one returns. */
+  #closing = null;
 
-  /** Leases a worker id from `uri` with `Generator.open`'s options. */
-  static open(uri, options) {
+  /** What an open needs, checked: the addon, the layout's handle, the options. */
+  static #prepare(uri, options) {
     if (typeof uri !== 'string') throw typeError('uri', 'a string such as "file:///var/lib/app/ids?app=orders"', uri);
     const parsed = openOptions(options);
     const native = nativeAddon();
     const layout = nativeLayout(native, parsed.record);
     const resolved = call(native.resolveOptions, layout, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs);
+    return { native, layout, parsed, resolved };
+  }
+
+  /** Leases a worker id from `uri` with `Generator.open`'s options, on this thread (`Generator.openSync`). */
+  static open(uri, options) {
+    const { native, layout, parsed, resolved } = Leased.#prepare(uri, options);
     const lease = call(native.openLeased, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs);
     return new Leased(native, lease, parsed.record, resolved);
+  }
+
+  /**
+   * The same on a thread of the addon (`Generator.open`): the coordinator's I/O, and a
+   * handover's wait, never hold the event loop. Every refusal is a rejection.
+   */
+  static async openAsync(uri, options) {
+    const { native, layout, parsed, resolved } = Leased.#prepare(uri, options);
+    const outcome = await call(native.openLeasedAsync, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs);
+    const error = failed(outcome);
+    if (error !== null) throw error;
+    return new Leased(native, outcome, parsed.record, resolved);
   }
 
   constructor(native, lease, record, options) {
@@ -118,6 +145,7 @@ export class Leased {
   }
 
   nextIdAt(now) {
+    if (this.#closed) throw closedError();
     if (this.#serving()) {
       const id = engine.nextIdAt(this.#sub, now);
       if (id >= 0n && id < this.#parked) return id;
@@ -154,6 +182,7 @@ export class Leased {
    * tick or a look at the lease, from a new grant, or else from the lease itself.
    */
   #slowId() {
+    if (this.#closed) throw closedError();
     let granted = false;
     for (;;) {
       if (this.#sub !== null) {
@@ -262,9 +291,28 @@ export class Leased {
     return this.#native.leasedState(this.#lease);
   }
 
+  /** Closes on this thread (`closeSync`). */
   close() {
+    this.#closed = true;
     this.#drop();
     call(this.#native.leasedClose, this.#lease);
+  }
+
+  /**
+   * Closes on a thread of the addon (`close()`): ids stop here, now; the state is stored and
+   * the worker id released off the event loop (a renewal in flight is waited for up to 2 s,
+   * then the coordinator's own request timeout). Every call returns the first one's promise.
+   */
+  closeAsync() {
+    if (this.#closing === null) {
+      this.#closed = true;
+      this.#drop();
+      this.#closing = (async () => {
+        const error = failed(await call(this.#native.leasedCloseAsync, this.#lease));
+        if (error !== null) throw error;
+      })();
+    }
+    return this.#closing;
   }
 
   /** After `restored()`: the grant goes (the addon refuses from now on). */

@@ -7,22 +7,29 @@ import { ClockflakeError, adopt } from './errors.js';
 
 let loadNative = null;
 let native = null;
-let openLeased = null;
+/** The leased generator's class (leased.js): `open` (on this thread) and `openAsync`. */
+let Leased = null;
 
 /** Called by an entry point that can load the native addon (Node): `load()` returns it or throws. */
 export function setNativeLoader(load) {
   loadNative = load;
 }
 
-/** Called by the same entry point: `open(uri, options)` makes a leased generator (leased.js). */
-export function setLeased(open) {
-  openLeased = open;
+/** Called by the same entry point: the class of leased generators (leased.js). */
+export function setLeased(leased) {
+  Leased = leased;
 }
 
-/** A leased generator (`Generator.open`'s arguments); NATIVE_UNAVAILABLE where there is no addon. */
+/** A leased generator, leased on this thread (`Generator.openSync`); NATIVE_UNAVAILABLE where there is no addon. */
 export function openLease(uri, options) {
   nativeAddon();
-  return openLeased(uri, options);
+  return Leased.open(uri, options);
+}
+
+/** A promise of a leased generator, leased on a thread of the addon (`Generator.open`). */
+export function openLeaseAsync(uri, options) {
+  nativeAddon();
+  return Leased.openAsync(uri, options);
 }
 
 /** The native addon, loaded on first use; NATIVE_UNAVAILABLE where there is none. */
@@ -61,6 +68,17 @@ export function restored() {
 /** Gives an error thrown by the native module its brand and `retryAtMs`. */
 export function fromNative(error) {
   return adopt(error, error !== null && typeof error === 'object' && CORE_CODES.has(error.code) ? native.lastRetryAtMs() : null);
+}
+
+/**
+ * The error an asynchronous native call settled with (`{ code, message, retryAtMs }`, see the
+ * addon's `LeaseFailure`), as the synchronous calls throw it; null when it settled with a value.
+ */
+export function failed(outcome) {
+  if (outcome === null || typeof outcome !== 'object' || typeof outcome.code !== 'string') return null;
+  const error = new Error(outcome.message);
+  error.code = outcome.code;
+  return adopt(error, outcome.retryAtMs ?? null);
 }
 
 /** Runs a native call, rethrowing its error with `retryAtMs` set. */

@@ -9,7 +9,7 @@ import { nativeInstallAdvice } from './native-package.mjs';
 
 export * from './api.js';
 
-setLeased(Leased.open);
+setLeased(Leased);
 
 /** This process's platform, as `nativeInstallAdvice` takes it. */
 function thisPlatform() {

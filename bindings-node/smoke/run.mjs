@@ -51,9 +51,9 @@ const USE = `
   if (typeof id !== 'bigint' || parts.workerId !== 9 || Math.abs(parts.timestampMs - Date.now()) > 60000) throw new Error('bad id ' + id);
   let open;
   try {
-    const leased = Generator.open('file://' + DIR + '?app=smoke');
+    const leased = Generator.openSync('file://' + DIR + '?app=smoke');
     open = 'ok ' + leased.workerId;
-    leased.close();
+    leased.closeSync();
   } catch (error) {
     if (!(error instanceof ClockflakeError)) throw error;
     open = error.code + ': ' + error.message;

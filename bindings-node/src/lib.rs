@@ -16,12 +16,14 @@
 //! kept for `lastRetryAtMs()`, which the JavaScript side reads right after catching.
 
 use std::cell::Cell;
-
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clockflake::{Error as CoreError, Field, Layout, Options, Policy};
 use clockflake_lease::{LeaseError, LeaseOptions, LeasedGenerator};
-use napi::bindgen_prelude::{BigInt, External, Float64ArraySlice};
+use napi::bindgen_prelude::{BigInt, Either, External, Float64ArraySlice, Object};
+use napi::Env;
 use napi_derive::napi;
 
 /// A napi error whose `.code` is the core's code (or one of this binding's argument codes).
@@ -187,7 +189,27 @@ fn lease<T>(result: std::result::Result<T, LeaseError>) -> Result<T> {
     result.map_err(throw_lease)
 }
 
-/// Leases a worker id from the coordinator `uri` names and starts a generator under it.
+/// A leased generator, shared with the thread of an asynchronous close (`leased_close_async`).
+type Lease = Arc<LeasedGenerator>;
+
+fn lease_options(
+    policy: Option<String>,
+    max_wait_ms: Option<f64>,
+    max_drift_ms: Option<f64>,
+    max_handover_wait_ms: Option<f64>,
+) -> Result<LeaseOptions> {
+    let mut lease_options = LeaseOptions {
+        generator: options(policy, max_wait_ms, max_drift_ms)?,
+        ..LeaseOptions::default()
+    };
+    if let Some(ms) = max_handover_wait_ms {
+        lease_options.max_handover_wait = Duration::from_millis(whole(ms, "maxHandoverWaitMs")?);
+    }
+    Ok(lease_options)
+}
+
+/// Leases a worker id from the coordinator `uri` names and starts a generator under it, on
+/// the calling thread (`Generator.openSync`).
 #[napi(catch_unwind)]
 pub fn open_leased(
     layout: &External<Layout>,
@@ -196,15 +218,110 @@ pub fn open_leased(
     max_wait_ms: Option<f64>,
     max_drift_ms: Option<f64>,
     max_handover_wait_ms: Option<f64>,
-) -> Result<External<LeasedGenerator>> {
-    let mut lease_options = LeaseOptions {
-        generator: options(policy, max_wait_ms, max_drift_ms)?,
-        ..LeaseOptions::default()
-    };
-    if let Some(ms) = max_handover_wait_ms {
-        lease_options.max_handover_wait = Duration::from_millis(whole(ms, "maxHandoverWaitMs")?);
+) -> Result<External<Lease>> {
+    let lease_options = lease_options(policy, max_wait_ms, max_drift_ms, max_handover_wait_ms)?;
+    lease(clockflake_lease::open(&uri, **layout, lease_options))
+        .map(|generator| External::new(Arc::new(generator)))
+}
+
+/// What an asynchronous open or close settles with when it failed: the error's code, message
+/// and retry time, which JavaScript throws as the synchronous calls' errors are thrown (a
+/// promise rejected from here would carry napi's status as its code, and the thread-local
+/// `lastRetryAtMs` is another thread's).
+#[napi(object, object_from_js = false)]
+pub struct LeaseFailure {
+    pub code: String,
+    pub message: String,
+    pub retry_at_ms: Option<f64>,
+}
+
+fn failure(error: &LeaseError) -> LeaseFailure {
+    LeaseFailure {
+        code: error.code().to_owned(),
+        message: error.to_string(),
+        retry_at_ms: error.retry_at_ms().map(number),
     }
-    lease(clockflake_lease::open(&uri, **layout, lease_options)).map(External::new)
+}
+
+/// A panic on a thread of this addon (a bug: the lease crate refuses with typed errors) as a
+/// coded failure, never an abort of the host.
+fn panicked(uri: &str, what: &str) -> LeaseError {
+    LeaseError::CoordinatorUnavailable {
+        coordinator: clockflake_lease::redact(uri),
+        reason: format!("internal error: {what} panicked (please report it)"),
+    }
+}
+
+/// Runs `work` on a thread of its own and settles a promise with its outcome: off the event
+/// loop, and off libuv's thread pool too (an open may wait for its coordinator up to
+/// `maxHandoverWaitMs`, 15 s by default, and four such waits would hold every thread of the
+/// pool that Node's file system, DNS and crypto calls share).
+fn settle_on_thread<'env, T, V>(
+    env: &'env Env,
+    name: &str,
+    uri: String,
+    work: impl FnOnce() -> std::result::Result<T, LeaseError> + Send + 'static,
+    value: impl FnOnce(T) -> V + Send + 'static,
+) -> Result<Object<'env>>
+where
+    T: Send + 'static,
+    V: napi::bindgen_prelude::ToNapiValue + 'static,
+{
+    let (deferred, promise) = env.create_deferred().map_err(|error| {
+        throw_lease(LeaseError::CoordinatorUnavailable {
+            coordinator: clockflake_lease::redact(&uri),
+            reason: format!("could not make a promise: {error}"),
+        })
+    })?;
+    let shown = clockflake_lease::redact(&uri);
+    let what = name.to_owned();
+    let spawned = std::thread::Builder::new()
+        .name(format!("clockflake-{name}"))
+        .spawn(move || {
+            let outcome =
+                catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| Err(panicked(&uri, &what)));
+            // Settled on the JavaScript thread: only the outcome crosses threads.
+            deferred.resolve(move |_env| {
+                Ok(match outcome {
+                    Ok(done) => Either::<V, LeaseFailure>::A(value(done)),
+                    Err(error) => Either::B(failure(&error)),
+                })
+            });
+        });
+    if let Err(error) = spawned {
+        return Err(throw_lease(LeaseError::CoordinatorUnavailable {
+            coordinator: shown,
+            reason: format!("could not start a thread: {error}"),
+        }));
+    }
+    Ok(promise)
+}
+
+/// `Generator.open`: leases a worker id on a thread of its own. The promise resolves to the
+/// lease, or to a `LeaseFailure` (never rejects, but for an argument refused here at once).
+#[napi(
+    catch_unwind,
+    ts_return_type = "Promise<ExternalObject<Lease> | LeaseFailure>"
+)]
+pub fn open_leased_async<'env>(
+    env: &'env Env,
+    layout: &External<Layout>,
+    uri: String,
+    policy: Option<String>,
+    max_wait_ms: Option<f64>,
+    max_drift_ms: Option<f64>,
+    max_handover_wait_ms: Option<f64>,
+) -> Result<Object<'env>> {
+    let lease_options = lease_options(policy, max_wait_ms, max_drift_ms, max_handover_wait_ms)?;
+    let layout = **layout;
+    let target = uri.clone();
+    settle_on_thread(
+        env,
+        "open",
+        uri,
+        move || clockflake_lease::open(&target, layout, lease_options),
+        |generator| External::new(Arc::new(generator)),
+    )
 }
 
 /// The options a generator with these settings resolves to (the policy named), without making
@@ -227,7 +344,7 @@ pub fn resolve_options(
 /// The next id of a leased generator, checked like every id (`LeasedGenerator::next_id`): what
 /// JavaScript calls where no grant serves. Waits out a full tick and a handover.
 #[napi(catch_unwind)]
-pub fn leased_next_id(generator: &External<LeasedGenerator>) -> Result<u64> {
+pub fn leased_next_id(generator: &External<Lease>) -> Result<u64> {
     lease(generator.next_id())
 }
 
@@ -244,7 +361,7 @@ pub fn leased_next_id(generator: &External<LeasedGenerator>) -> Result<u64> {
 /// clock sequence's high-water mark before the park (Unix ms, -1: none).
 #[napi(catch_unwind)]
 pub fn leased_grant(
-    generator: &External<LeasedGenerator>,
+    generator: &External<Lease>,
     span_ms: f64,
     parked: BigInt,
     mut out: Float64ArraySlice,
@@ -279,7 +396,7 @@ const GRANT_SLOTS: usize = 5;
 
 /// The next id at an explicit time (Unix ms); never waits.
 #[napi(catch_unwind)]
-pub fn leased_next_id_at(generator: &External<LeasedGenerator>, now_ms: f64) -> Result<u64> {
+pub fn leased_next_id_at(generator: &External<Lease>, now_ms: f64) -> Result<u64> {
     let now_ms = whole(now_ms, "nowMs")?;
     lease(generator.next_id_at(now_ms))
 }
@@ -287,13 +404,13 @@ pub fn leased_next_id_at(generator: &External<LeasedGenerator>, now_ms: f64) -> 
 /// How long until the lease deadline, in ms (0 once lost or closed), or null for a lease that
 /// never expires (`file://`).
 #[napi(catch_unwind)]
-pub fn leased_remaining_ms(generator: &External<LeasedGenerator>) -> Option<f64> {
+pub fn leased_remaining_ms(generator: &External<Lease>) -> Option<f64> {
     generator.deadline_in_ms().map(number)
 }
 
 /// The leased worker id.
 #[napi(catch_unwind)]
-pub fn leased_worker_id(generator: &External<LeasedGenerator>) -> f64 {
+pub fn leased_worker_id(generator: &External<Lease>) -> f64 {
     number(generator.worker_id())
 }
 
@@ -316,7 +433,7 @@ pub struct LeaseStatsOut {
 
 /// The counters of a leased generator (never waits, never leases).
 #[napi(catch_unwind)]
-pub fn leased_stats(generator: &External<LeasedGenerator>) -> LeaseStatsOut {
+pub fn leased_stats(generator: &External<Lease>) -> LeaseStatsOut {
     let stats = generator.stats();
     LeaseStatsOut {
         worker_id: number(stats.worker_id),
@@ -335,19 +452,19 @@ pub fn leased_stats(generator: &External<LeasedGenerator>) -> LeaseStatsOut {
 
 /// Whether the generator can still issue ids (not lost, not closed).
 #[napi(catch_unwind)]
-pub fn leased_is_active(generator: &External<LeasedGenerator>) -> bool {
+pub fn leased_is_active(generator: &External<Lease>) -> bool {
     generator.is_active()
 }
 
 /// The coordinator, without any password.
 #[napi(catch_unwind)]
-pub fn leased_coordinator(generator: &External<LeasedGenerator>) -> String {
+pub fn leased_coordinator(generator: &External<Lease>) -> String {
     generator.coordinator().to_owned()
 }
 
 /// A snapshot of the leased generator's state.
 #[napi(catch_unwind)]
-pub fn leased_state(generator: &External<LeasedGenerator>) -> StateOut {
+pub fn leased_state(generator: &External<Lease>) -> StateOut {
     let state = generator.state();
     StateOut {
         layout_fingerprint: state.layout_fingerprint.to_string(),
@@ -361,8 +478,26 @@ pub fn leased_state(generator: &External<LeasedGenerator>) -> StateOut {
     }
 }
 
-/// Stops issuing ids, stores the state and releases the worker id. Idempotent.
+/// Stops issuing ids, stores the state and releases the worker id, on the calling thread
+/// (`closeSync`). Idempotent.
 #[napi(catch_unwind)]
-pub fn leased_close(generator: &External<LeasedGenerator>) -> Result<()> {
+pub fn leased_close(generator: &External<Lease>) -> Result<()> {
     lease(generator.close())
+}
+
+/// `close()`: the same on a thread of its own. The promise resolves to `null`, or to a
+/// `LeaseFailure`.
+#[napi(catch_unwind, ts_return_type = "Promise<null | LeaseFailure>")]
+pub fn leased_close_async<'env>(
+    env: &'env Env,
+    generator: &External<Lease>,
+) -> Result<Object<'env>> {
+    let closing: Lease = Arc::clone(generator);
+    settle_on_thread(
+        env,
+        "close",
+        generator.coordinator().to_owned(),
+        move || closing.close(),
+        |()| napi::bindgen_prelude::Null,
+    )
 }

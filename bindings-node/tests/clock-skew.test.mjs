@@ -24,10 +24,10 @@ test('CLOCK_SKEW is one of the codes the addon throws', () => {
 test('file:// measures no skew and refuses max_skew', () => {
   const dir = mkdtempSync(join(tmpdir(), 'clockflake-node-skew-'));
   try {
-    const gen = Generator.open(`file://${dir}?app=a`);
+    const gen = Generator.openSync(`file://${dir}?app=a`);
     assert.equal(gen.stats().measuredSkewMs, null);
-    gen.close();
-    assert.throws(() => Generator.open(`file://${dir}?app=a&max_skew=5s`), (error) => {
+    gen.closeSync();
+    assert.throws(() => Generator.openSync(`file://${dir}?app=a&max_skew=5s`), (error) => {
       assert.equal(error.code, 'INVALID_URI');
       assert.match(error.message, /file:\/\/ has no clock/);
       return true;
@@ -38,14 +38,14 @@ test('file:// measures no skew and refuses max_skew', () => {
 });
 
 test('postgres: stats() reports the measured skew (same machine: near 0), null when off', { skip }, () => {
-  const gen = Generator.open(`${url}?app=${app}&ttl=2s`);
+  const gen = Generator.openSync(`${url}?app=${app}&ttl=2s`);
   const skew = gen.stats().measuredSkewMs;
   assert.equal(typeof skew, 'number');
   assert.ok(Math.abs(skew) <= 300, `${skew}`);
-  gen.close();
-  const off = Generator.open(`${url}?app=${app}&ttl=2s&max_skew=off`);
+  gen.closeSync();
+  const off = Generator.openSync(`${url}?app=${app}&ttl=2s&max_skew=off`);
   assert.equal(off.stats().measuredSkewMs, null);
-  off.close();
+  off.closeSync();
 });
 
 test('postgres: a process 10 s ahead is refused with CLOCK_SKEW (an Error with that code)', {
@@ -55,7 +55,7 @@ test('postgres: a process 10 s ahead is refused with CLOCK_SKEW (an Error with t
   const index = fileURLToPath(new URL('../lib/index.mjs', import.meta.url));
   const child = `
     import { Generator } from ${JSON.stringify(index)};
-    try { Generator.open(${JSON.stringify(uri)}); console.log('opened'); }
+    try { Generator.openSync(${JSON.stringify(uri)}); console.log('opened'); }
     catch (error) { console.log(JSON.stringify({ code: error.code, isError: error instanceof Error, message: error.message })); }
   `;
   const run = spawnSync('faketime', ['-f', '+10s', process.execPath, '--input-type=module', '-e', child], {
@@ -67,5 +67,5 @@ test('postgres: a process 10 s ahead is refused with CLOCK_SKEW (an Error with t
   assert.ok(seen.isError);
   assert.match(seen.message, /the local clock is \d+ ms ahead/);
   // With the real clock the same URI opens.
-  Generator.open(uri).close();
+  Generator.openSync(uri).closeSync();
 });

@@ -7,7 +7,7 @@ import { Generator } from '../lib/index.mjs';
 
 function leaseSchemes() {
   try {
-    Generator.open('nosuch:///x');
+    Generator.openSync('nosuch:///x');
   } catch (error) {
     assert.equal(error.code, 'INVALID_URI');
     const listed = /unknown scheme "nosuch": expected ([a-z0-9, ]+?), found/.exec(error.message);
@@ -25,7 +25,7 @@ test('every coordinator the lease accepts, and only those, is listed in the READ
   assert.ok(schemes.length >= 6, `schemes: ${schemes}`);
   const readme = read('../README.md').split('\n').find((line) => line.startsWith('- **Leased worker ids**'));
   const dts = /\/\*\*(?:(?!\*\/)[\s\S])*\*\/\nexport type CoordinatorUri/.exec(read('../index.d.ts'))[0];
-  const open = /\/\*\*(?:(?!\*\/)[\s\S])*\*\/\n {2}static open\(/.exec(read('../js/generator.js'))[0];
+  const open = /\/\*\*(?:(?!\*\/)[\s\S])*\*\/\n {2}static async open\(/.exec(read('../js/generator.js'))[0];
   for (const [where, text] of [['README.md', readme], ['index.d.ts CoordinatorUri', dts], ['generator.js Generator.open', open]]) {
     // `rediss://` is redis over TLS, not a coordinator of its own.
     const named = [...schemesIn(text)].filter((scheme) => scheme !== 'rediss');

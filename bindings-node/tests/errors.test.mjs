@@ -112,12 +112,12 @@ test('argument errors are TypeError / RangeError and ClockflakeError at once; pl
 });
 
 test('errors of the native addon (leases) answer instanceof ClockflakeError too, with their code', () => {
-  const error = caught(() => Generator.open('nope://x'));
+  const error = caught(() => Generator.openSync('nope://x'));
   assert.ok(error instanceof ClockflakeError);
   assert.equal(error.code, 'INVALID_URI');
   const dir = mkdtempSync(join(tmpdir(), 'clockflake-errors-'));
-  const closed = Generator.open(`file://${dir}?app=errors`);
-  closed.close();
+  const closed = Generator.openSync(`file://${dir}?app=errors`);
+  closed.closeSync();
   rmSync(dir, { recursive: true, force: true });
   const after = caught(() => closed.nextId());
   assert.ok(after instanceof ClockflakeError && after.code === 'GENERATOR_CLOSED');
@@ -125,8 +125,8 @@ test('errors of the native addon (leases) answer instanceof ClockflakeError too,
 
 test('a closed fixed generator: GENERATOR_CLOSED, the same as a leased one', () => {
   const gen = new Generator({ workerId: 1 });
-  gen.close();
-  gen.close();
+  gen.closeSync();
+  gen.closeSync();
   for (const call of [() => gen.nextId(), () => gen.nextIdAt(T), () => gen.nextIds(2), () => gen.state()]) {
     const error = caught(call);
     assert.ok(error instanceof ClockflakeError);

@@ -22,7 +22,7 @@ test('suggestLayout: 300 processes, 10,000 ids/s each, 30 years', () => {
   assert.equal(layout.name, null);
   const gen = new Generator({ workerId: 299, layout });
   assert.equal(decode(gen.nextId(), layout).workerId, 299);
-  gen.close();
+  gen.closeSync();
   assert.equal(suggestLayout(128, 4_096_000, 60), layouts.clockseq);
 });
 
@@ -45,7 +45,7 @@ test('isPlausible: a Twitter id is plausible as twitter, not as the default (204
   assert.equal(isPlausible(ahead, { nowMs: A_DAY_LATER, marginMs: 1_000 }), false);
   const gen = new Generator({ workerId: 1 });
   assert.equal(isPlausible(gen.nextId()), true);
-  gen.close();
+  gen.closeSync();
 });
 
 test('isPlausible and guessLayout refuse what is no id, and unknown options', () => {
@@ -64,7 +64,7 @@ test('guessLayout: names the preset with the latest plausible time', () => {
   assert.equal(guessLayout(TWITTER_ID, { nowMs: 0, marginMs: 0 }), null);
   const gen = new Generator({ workerId: 3 });
   assert.equal(guessLayout(gen.nextId()).name, 'clockseq');
-  gen.close();
+  gen.closeSync();
 });
 
 test('decode, encode and idRange take the layout as an option too', () => {
@@ -82,7 +82,7 @@ test('decode, encode and idRange take the layout as an option too', () => {
 test('jsonReplacer and stringify: bigints as decimal strings, everything else as JSON does', () => {
   const gen = new Generator({ workerId: 7 });
   const id = gen.nextId();
-  gen.close();
+  gen.closeSync();
   const body = { id, ids: [id, 1n], n: 1, s: 'x', nested: { id }, nothing: null };
   const text = JSON.stringify(body, jsonReplacer);
   assert.equal(stringify(body), text);
@@ -104,7 +104,7 @@ test('NATIVE_UNAVAILABLE tells a tarball user to install the addon, not that npm
     copyFileSync(join(here, '../lib/index.cjs'), join(dir, 'lib/index.cjs'));
     copyFileSync(join(here, '../package.json'), join(dir, 'package.json'));
     const script = `const { Generator } = require(${JSON.stringify(join(dir, 'lib/index.cjs'))});
-try { Generator.open('file:///tmp/x?app=a'); } catch (e) { process.stdout.write(e.code + '\\n' + e.message); }`;
+try { Generator.openSync('file:///tmp/x?app=a'); } catch (e) { process.stdout.write(e.code + '\\n' + e.message); }`;
     const [code, message] = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).split('\n');
     assert.equal(code, 'NATIVE_UNAVAILABLE');
     assert.doesNotMatch(message, /npm installs it/);

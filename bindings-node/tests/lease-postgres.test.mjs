@@ -20,8 +20,8 @@ test('postgres: the suite ran against a server when make asked for one', () => {
 
 test('postgres: distinct leased worker ids, reuse after close, ids above the previous holder', { skip }, () => {
   const uri = `${url}?app=${app}-a&ttl=5s`;
-  const a = Generator.open(uri);
-  const b = Generator.open(uri);
+  const a = Generator.openSync(uri);
+  const b = Generator.openSync(uri);
   assert.notEqual(a.workerId, b.workerId);
   assert.doesNotMatch(a.coordinator, /password/);
   const ids = a.nextIds(10_000);
@@ -30,18 +30,18 @@ test('postgres: distinct leased worker ids, reuse after close, ids above the pre
   assert.ok(a.leaseRemainingMs > 4000 && a.leaseRemainingMs <= 4500, `${a.leaseRemainingMs}`);
   const last = a.nextId();
   const released = a.workerId;
-  a.close();
-  const c = Generator.open(uri);
+  a.closeSync();
+  const c = Generator.openSync(uri);
   assert.equal(c.workerId, released);
   assert.ok(c.nextId() > last);
-  b.close();
-  c.close();
+  b.closeSync();
+  c.closeSync();
 });
 
 test('postgres: server down past the TTL -> LEASE_LOST, no id after the deadline; a new lease once it is back', { skip }, async () => {
   const env = { ...process.env };
   const uri = `${url}?app=${app}-b&ttl=1s`;
-  const gen = Generator.open(uri);
+  const gen = Generator.openSync(uri);
   gen.nextId();
   const haltedAt = performance.now();
   execFileSync(script, ['halt'], { env, stdio: 'inherit' });
@@ -71,17 +71,17 @@ test('postgres: server down past the TTL -> LEASE_LOST, no id after the deadline
   } finally {
     execFileSync(script, ['resume'], { env, stdio: 'inherit' });
   }
-  const again = Generator.open(uri);
+  const again = Generator.openSync(uri);
   assert.equal(typeof again.nextId(), 'bigint');
-  again.close();
-  gen.close(); // a lost generator closes without error
+  again.closeSync();
+  gen.closeSync(); // a lost generator closes without error
 });
 
 test('postgres: lease lost while a tight loop serves ids from JavaScript: no id after the deadline', { skip }, () => {
   const env = { ...process.env };
   const ttlMs = 1000;
   const uri = `${url}?app=${app}-c&ttl=1s`;
-  const gen = Generator.open(uri);
+  const gen = Generator.openSync(uri);
   for (let i = 0; i < 10_000; i++) gen.nextId();
   const haltedAt = performance.now();
   execFileSync(script, ['halt'], { env, stdio: 'inherit' });
@@ -134,7 +134,7 @@ test('postgres: lease lost while a tight loop serves ids from JavaScript: no id 
   } finally {
     execFileSync(script, ['resume'], { env, stdio: 'inherit' });
   }
-  gen.close();
+  gen.closeSync();
 });
 
 test('postgres: 50 ms ticks, ids paced 2 per ms: grants park 2 ticks + 10 ms before the deadline, so no id after it', { skip }, () => {
@@ -142,7 +142,7 @@ test('postgres: 50 ms ticks, ids paced 2 per ms: grants park 2 ticks + 10 ms bef
   // at a time: JavaScript's grant ends at least 2 ticks + 10 ms before it.
   const layout = workerLayout(7, 50);
   const env = { ...process.env };
-  const gen = Generator.open(`${url}?app=${app}-d&ttl=1s`, { layout });
+  const gen = Generator.openSync(`${url}?app=${app}-d&ttl=1s`, { layout });
   gen.nextId();
   execFileSync(script, ['halt'], { env, stdio: 'inherit' });
   const remaining = gen.leaseRemainingMs;
@@ -174,5 +174,5 @@ test('postgres: 50 ms ticks, ids paced 2 per ms: grants park 2 ticks + 10 ms bef
   } finally {
     execFileSync(script, ['resume'], { env, stdio: 'inherit' });
   }
-  gen.close();
+  gen.closeSync();
 });

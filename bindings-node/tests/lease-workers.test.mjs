@@ -17,7 +17,7 @@ const indexUrl = new URL('../lib/index.mjs', import.meta.url).href;
 
 /** What each child runs: open, generate through nextId(), report, close when told. */
 function generate(Generator, uri) {
-  const gen = Generator.open(uri);
+  const gen = Generator.openSync(uri);
   const ids = new BigUint64Array(PER_CHILD);
   for (let i = 0; i < PER_CHILD; i++) ids[i] = gen.nextId();
   return { gen, result: { workerId: gen.workerId, pid: process.pid, ids } };
@@ -28,7 +28,7 @@ if (cluster.isWorker && process.env.CLOCKFLAKE_LEASE_CHILD) {
   const { gen, result } = generate(Generator, process.env.CLOCKFLAKE_LEASE_CHILD);
   process.on('message', (message) => {
     if (message === 'close') {
-      gen.close();
+      gen.closeSync();
       process.disconnect();
     }
   });
@@ -103,10 +103,10 @@ if (cluster.isWorker && process.env.CLOCKFLAKE_LEASE_CHILD) {
     const code = `
       const { parentPort, workerData } = require('node:worker_threads');
       import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
-        const gen = Generator.open(workerData.uri);
+        const gen = Generator.openSync(workerData.uri);
         const ids = new BigUint64Array(workerData.count);
         for (let i = 0; i < ids.length; i++) ids[i] = gen.nextId();
-        parentPort.once('message', () => { gen.close(); parentPort.close(); });
+        parentPort.once('message', () => { gen.closeSync(); parentPort.close(); });
         parentPort.postMessage({ workerId: gen.workerId, pid: process.pid, ids });
       });
     `;

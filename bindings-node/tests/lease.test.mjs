@@ -46,8 +46,8 @@ const SMALL = workerLayout(2);
 test('open: leases distinct worker ids, ids carry them, close releases them for reuse', (t) => {
   const dir = tempDir(t);
   const uri = `file://${dir}?app=orders`;
-  const a = Generator.open(uri);
-  const b = Generator.open(uri);
+  const a = Generator.openSync(uri);
+  const b = Generator.openSync(uri);
   assert.ok(a instanceof Generator);
   assert.notEqual(a.workerId, b.workerId);
   assert.ok(a.isActive && b.isActive);
@@ -70,48 +70,48 @@ test('open: leases distinct worker ids, ids carry them, close releases them for 
 
   const released = a.workerId;
   const last = a.nextId();
-  a.close();
+  a.closeSync();
   assert.equal(a.isActive, false);
-  a.close(); // idempotent
-  const c = Generator.open(uri);
+  a.closeSync(); // idempotent
+  const c = Generator.openSync(uri);
   assert.equal(c.workerId, released, 'the lowest free worker id is reused');
   const next = c.nextId();
   assert.equal(decode(next).workerId, released);
   assert.ok(next > last, 'the next holder continues above every id the previous one issued');
 
   // Another app namespace has its own pool.
-  const other = Generator.open(`file://${dir}?app=billing`);
+  const other = Generator.openSync(`file://${dir}?app=billing`);
   assert.equal(other.workerId, 0);
-  for (const g of [b, c, other]) g.close();
+  for (const g of [b, c, other]) g.closeSync();
 });
 
 test('open: a custom layout of 4 worker ids: the 5th holder gets WORKER_POOL_EXHAUSTED', (t) => {
   const dir = tempDir(t);
   const uri = `file://${dir}?app=small`;
-  const held = [0, 1, 2, 3].map(() => Generator.open(uri, { layout: SMALL }));
+  const held = [0, 1, 2, 3].map(() => Generator.openSync(uri, { layout: SMALL }));
   assert.deepEqual(held.map((g) => g.workerId).sort(), [0, 1, 2, 3]);
   assert.equal(held[0].layout.maxWorkerId, 3);
-  const error = throwsCoded(() => Generator.open(uri, { layout: SMALL }), 'WORKER_POOL_EXHAUSTED');
+  const error = throwsCoded(() => Generator.openSync(uri, { layout: SMALL }), 'WORKER_POOL_EXHAUSTED');
   assert.match(error.message, /4 worker ids/);
-  held[2].close();
-  const again = Generator.open(uri, { layout: SMALL });
+  held[2].closeSync();
+  const again = Generator.openSync(uri, { layout: SMALL });
   assert.equal(again.workerId, held[2].workerId);
-  again.close();
-  for (const g of held) g.close();
+  again.closeSync();
+  for (const g of held) g.closeSync();
 });
 
 test('close: every later call throws GENERATOR_CLOSED; Symbol.dispose closes', (t) => {
   const dir = tempDir(t);
-  const gen = Generator.open(`file://${dir}`);
+  const gen = Generator.openSync(`file://${dir}`);
   gen.nextId();
-  gen.close();
+  gen.closeSync();
   throwsCoded(() => gen.nextId(), 'GENERATOR_CLOSED');
   throwsCoded(() => gen.nextIds(10), 'GENERATOR_CLOSED');
   throwsCoded(() => gen.nextIdAt(Date.now()), 'GENERATOR_CLOSED');
   throwsCoded(() => gen.nextIdString(), 'GENERATOR_CLOSED');
 
   assert.equal(typeof Symbol.dispose, 'symbol');
-  const disposed = Generator.open(`file://${dir}`);
+  const disposed = Generator.openSync(`file://${dir}`);
   assert.equal(typeof disposed[Symbol.dispose], 'function');
   disposed[Symbol.dispose]();
   assert.equal(disposed.isActive, false);
@@ -131,65 +131,65 @@ test('close: every later call throws GENERATOR_CLOSED; Symbol.dispose closes', (
 test('open: the state is stored on close and resumed by the next holder (no id repeats)', (t) => {
   const dir = tempDir(t);
   const uri = `file://${dir}?app=resume`;
-  const first = Generator.open(uri);
+  const first = Generator.openSync(uri);
   const future = Date.now() + 500;
   // An explicit time ahead of the clock: the next holder must not reissue it.
   const ahead = first.nextIdAt(future);
-  first.close();
-  const second = Generator.open(uri, { maxHandoverWaitMs: 2000 });
+  first.closeSync();
+  const second = Generator.openSync(uri, { maxHandoverWaitMs: 2000 });
   assert.equal(second.workerId, first.workerId);
   const after = second.nextId();
   assert.notEqual(after, ahead);
   const parts = decode(after);
   // Either a later time, or the same time range under another clock sequence.
   assert.ok(parts.timestampMs > future || parts.clockSeq !== decode(ahead).clockSeq, JSON.stringify(parts));
-  second.close();
+  second.closeSync();
 });
 
 test('open: a corrupt state file is refused with INVALID_STATE, never reset', (t) => {
   const dir = tempDir(t);
   const uri = `file://${dir}?app=corrupt`;
-  Generator.open(uri).close();
+  Generator.openSync(uri).closeSync();
   const stateFiles = readdirSync(join(dir, 'corrupt')).filter((f) => !f.endsWith('.lock'));
   assert.ok(stateFiles.length >= 1, `state file written: ${readdirSync(join(dir, 'corrupt'))}`);
   for (const file of stateFiles) writeFileSync(join(dir, 'corrupt', file), '{"not": "a state"');
-  throwsCoded(() => Generator.open(uri), 'INVALID_STATE');
+  throwsCoded(() => Generator.openSync(uri), 'INVALID_STATE');
 });
 
 test('open: bad uris and options are refused with codes', (t) => {
   const dir = tempDir(t);
-  throwsCoded(() => Generator.open(), 'INVALID_ARG_TYPE', TypeError);
-  throwsCoded(() => Generator.open(42), 'INVALID_ARG_TYPE', TypeError);
-  throwsCoded(() => Generator.open(new URL(`file://${dir}`)), 'INVALID_ARG_TYPE', TypeError);
-  throwsCoded(() => Generator.open('bogus://x'), 'INVALID_URI');
-  throwsCoded(() => Generator.open(''), 'INVALID_URI');
-  throwsCoded(() => Generator.open(`file://${dir}?app=../etc`), 'INVALID_URI');
-  throwsCoded(() => Generator.open(`file://${dir}?reserve=1ms`), 'INVALID_URI');
-  throwsCoded(() => Generator.open(`file://${dir}?colour=blue`), 'INVALID_URI');
-  const fixed = throwsCoded(() => Generator.open(`file://${dir}`, { workerId: 1 }), 'UNKNOWN_OPTION', TypeError);
+  throwsCoded(() => Generator.openSync(), 'INVALID_ARG_TYPE', TypeError);
+  throwsCoded(() => Generator.openSync(42), 'INVALID_ARG_TYPE', TypeError);
+  throwsCoded(() => Generator.openSync(new URL(`file://${dir}`)), 'INVALID_ARG_TYPE', TypeError);
+  throwsCoded(() => Generator.openSync('bogus://x'), 'INVALID_URI');
+  throwsCoded(() => Generator.openSync(''), 'INVALID_URI');
+  throwsCoded(() => Generator.openSync(`file://${dir}?app=../etc`), 'INVALID_URI');
+  throwsCoded(() => Generator.openSync(`file://${dir}?reserve=1ms`), 'INVALID_URI');
+  throwsCoded(() => Generator.openSync(`file://${dir}?colour=blue`), 'INVALID_URI');
+  const fixed = throwsCoded(() => Generator.openSync(`file://${dir}`, { workerId: 1 }), 'UNKNOWN_OPTION', TypeError);
   assert.match(fixed.message, /leases its worker id/);
-  const clock = throwsCoded(() => Generator.open(`file://${dir}`, { clock: Date.now }), 'UNKNOWN_OPTION', TypeError);
+  const clock = throwsCoded(() => Generator.openSync(`file://${dir}`, { clock: Date.now }), 'UNKNOWN_OPTION', TypeError);
   assert.match(clock.message, /system clock/);
-  throwsCoded(() => Generator.open(`file://${dir}`, { workerid: 1 }), 'UNKNOWN_OPTION', TypeError);
-  throwsCoded(() => Generator.open(`file://${dir}`, null), 'INVALID_ARG_TYPE', TypeError);
-  throwsCoded(() => Generator.open(`file://${dir}`, { layout: 'nope' }), 'UNKNOWN_LAYOUT');
-  throwsCoded(() => Generator.open(`file://${dir}`, { onRollback: 'sometimes' }), 'UNKNOWN_POLICY');
-  throwsCoded(() => Generator.open(`file://${dir}`, { maxHandoverWaitMs: -1 }), 'INVALID_ARG_VALUE', RangeError);
-  throwsCoded(() => Generator.open(`file://${dir}`, { maxHandoverWaitMs: '1' }), 'INVALID_ARG_TYPE', TypeError);
+  throwsCoded(() => Generator.openSync(`file://${dir}`, { workerid: 1 }), 'UNKNOWN_OPTION', TypeError);
+  throwsCoded(() => Generator.openSync(`file://${dir}`, null), 'INVALID_ARG_TYPE', TypeError);
+  throwsCoded(() => Generator.openSync(`file://${dir}`, { layout: 'nope' }), 'UNKNOWN_LAYOUT');
+  throwsCoded(() => Generator.openSync(`file://${dir}`, { onRollback: 'sometimes' }), 'UNKNOWN_POLICY');
+  throwsCoded(() => Generator.openSync(`file://${dir}`, { maxHandoverWaitMs: -1 }), 'INVALID_ARG_VALUE', RangeError);
+  throwsCoded(() => Generator.openSync(`file://${dir}`, { maxHandoverWaitMs: '1' }), 'INVALID_ARG_TYPE', TypeError);
   // A directory that cannot be created.
-  throwsCoded(() => Generator.open('file:///proc/clockflake-cannot-exist'), 'COORDINATOR_UNAVAILABLE');
+  throwsCoded(() => Generator.openSync('file:///proc/clockflake-cannot-exist'), 'COORDINATOR_UNAVAILABLE');
   // Nothing was leased by the refusals: the pool starts at 0.
-  const gen = Generator.open(`file://${dir}`);
+  const gen = Generator.openSync(`file://${dir}`);
   assert.equal(gen.workerId, 0);
   throwsCoded(() => gen.nextIdAt(-1), 'INVALID_ARG_VALUE', RangeError);
   throwsCoded(() => gen.nextIds(-1), 'INVALID_ARG_VALUE', RangeError);
-  gen.close();
+  gen.closeSync();
 });
 
 test('open: a postgres:// coordinator that is not there: COORDINATOR_UNAVAILABLE, password not shown', () => {
   // Port 1 on loopback: nothing listens, the connection is refused at once.
   const error = throwsCoded(
-    () => Generator.open('postgres://someone:secret@127.0.0.1:1/ids?app=orders&ttl=10s&connect_timeout=2'),
+    () => Generator.openSync('postgres://someone:secret@127.0.0.1:1/ids?app=orders&ttl=10s&connect_timeout=2'),
     'COORDINATOR_UNAVAILABLE',
   );
   assert.doesNotMatch(error.message, /secret/);
@@ -202,7 +202,7 @@ test('a leased generator left open is released when its thread ends, or when it 
   const code = `
     const { parentPort, workerData } = require('node:worker_threads');
     import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
-      const gen = Generator.open(workerData);
+      const gen = Generator.openSync(workerData);
       gen.nextId();
       parentPort.postMessage(gen.workerId); // and exit without close()
     });
@@ -215,16 +215,16 @@ test('a leased generator left open is released when its thread ends, or when it 
     worker.on('exit', () => resolve(got));
   });
   assert.equal(inThread, 0);
-  const after = Generator.open(uri);
+  const after = Generator.openSync(uri);
   assert.equal(after.workerId, 0, 'worker id 0 is free again once the thread ended');
-  after.close();
+  after.closeSync();
 
   const indexPath = fileURLToPath(new URL('../lib/index.cjs', import.meta.url));
   const script = `
     const { Generator } = require(${JSON.stringify(indexPath)});
-    (() => { Generator.open(process.argv[1]).nextId(); })();
+    (() => { Generator.openSync(process.argv[1]).nextId(); })();
     global.gc();
-    setTimeout(() => { global.gc(); console.log(Generator.open(process.argv[1]).workerId); }, 20);
+    setTimeout(() => { global.gc(); console.log(Generator.openSync(process.argv[1]).workerId); }, 20);
   `;
   const out = execFileSync(process.execPath, ['--expose-gc', '-e', script, uri], { encoding: 'utf8' });
   assert.equal(out.trim(), '0', 'worker id 0 is free again once the generator was collected');
@@ -242,7 +242,7 @@ test('leased: a generator dropped without close() stores a state above every id 
   const code = `
     const { parentPort, workerData } = require('node:worker_threads');
     import(${JSON.stringify(indexUrl)}).then(({ Generator }) => {
-      const gen = Generator.open(workerData.uri, { layout: workerData.layout });
+      const gen = Generator.openSync(workerData.uri, { layout: workerData.layout });
       const ids = [];
       const until = Date.now() + 400;
       while (Date.now() < until) {
@@ -262,7 +262,7 @@ test('leased: a generator dropped without close() stores a state above every id 
   });
   assert.ok(issued.length > 50, `only ${issued.length} ids`);
   const seen = new Set(issued);
-  const next = Generator.open(uri, { layout });
+  const next = Generator.openSync(uri, { layout });
   let refused = 0;
   for (const id of issued) {
     try {
@@ -274,12 +274,12 @@ test('leased: a generator dropped without close() stores a state above every id 
     }
   }
   assert.ok(refused > 0);
-  next.close();
+  next.closeSync();
 });
 
 test('leased nextIdAt: a full tick refuses with SEQUENCE_EXHAUSTED and the retry time; the clock going back moves to another clock sequence', (t) => {
   const dir = tempDir(t);
-  const gen = Generator.open(`file://${dir}?app=explicit`);
+  const gen = Generator.openSync(`file://${dir}?app=explicit`);
   const at = Date.now() + 5;
   const ids = Array.from({ length: 4096 }, () => gen.nextIdAt(at));
   assert.equal(new Set(ids).size, 4096);
@@ -291,7 +291,7 @@ test('leased nextIdAt: a full tick refuses with SEQUENCE_EXHAUSTED and the retry
   const back = patiently(() => gen.nextIdAt(at - 3));
   assert.notEqual(decode(back).clockSeq, decode(next).clockSeq);
   assert.ok(!ids.includes(back));
-  gen.close();
+  gen.closeSync();
 });
 
 /** Waits until `Date.now()` has just moved to a new millisecond. */
@@ -311,7 +311,7 @@ test('close: no id of a grant being served goes out after close()', (t) => {
   });
   let servedFromGrant = 0;
   for (let round = 0; round < 30; round++) {
-    const gen = Generator.open(`file://${dir}?app=close-block-${round}`);
+    const gen = Generator.openSync(`file://${dir}?app=close-block-${round}`);
     gen.nextId(); // the first call of a lease (handover checks) may take longer
     msStart();
     // Hold Date.now() still (a grant is served on performance.now()): the case tested is ids being
@@ -322,7 +322,7 @@ test('close: no id of a grant being served goes out after close()', (t) => {
     const second = gen.nextId(); // from the grant
     const third = gen.nextId(); // from the grant
     if (decode(third).sequence === decode(second).sequence + 1) servedFromGrant++;
-    gen.close();
+    gen.closeSync();
     throwsCoded(() => gen.nextId(), 'GENERATOR_CLOSED');
     throwsCoded(() => gen.nextIds(2), 'GENERATOR_CLOSED');
     Date.now = realNow;
@@ -333,7 +333,7 @@ test('close: no id of a grant being served goes out after close()', (t) => {
 
 test('leased: ids from grants, nextIds and nextIdAt (the clock back too) never repeat', (t) => {
   const dir = tempDir(t);
-  const gen = Generator.open(`file://${dir}?app=mixed`);
+  const gen = Generator.openSync(`file://${dir}?app=mixed`);
   const seen = new Set();
   const keep = (id) => {
     assert.ok(!seen.has(id), `duplicate ${id}`);
@@ -365,7 +365,7 @@ test('leased: ids from grants, nextIds and nextIdAt (the clock back too) never r
   }
   assert.ok(seen.size > 2000 * 40);
   assert.ok(explicit > 1000, `nextIdAt at the last id's tick: ${explicit} of 2000`);
-  gen.close();
+  gen.closeSync();
 });
 
 test('leased: the wall clock stepping back does not take ids back (they carry the lease\'s time)', (t) => {
@@ -377,7 +377,7 @@ test('leased: the wall clock stepping back does not take ids back (they carry th
   t.after(() => {
     Date.now = realNow;
   });
-  const gen = Generator.open(`file://${dir}?app=wall-back`);
+  const gen = Generator.openSync(`file://${dir}?app=wall-back`);
   let previous = gen.nextId();
   const before = decode(previous);
   Date.now = () => realNow() - 5000;
@@ -390,14 +390,14 @@ test('leased: the wall clock stepping back does not take ids back (they carry th
   const after = decode(previous);
   assert.equal(after.clockSeq, before.clockSeq, 'no clock-sequence switch');
   assert.ok(after.timestampMs >= before.timestampMs && after.timestampMs <= realNow() + 1, `time ${after.timestampMs - realNow()} ms from now`);
-  gen.close();
+  gen.closeSync();
 });
 
 test('leased: every id is inside the persisted reservation (the state file), lone calls and bursts alike', (t) => {
   // A short reservation (20 ms), so that grants keep meeting its end: ids served in JavaScript
   // never go past what the lease persisted before granting them.
   const dir = tempDir(t);
-  const gen = Generator.open(`file://${dir}?app=reserved&reserve=20ms`);
+  const gen = Generator.openSync(`file://${dir}?app=reserved&reserve=20ms`);
   const stateFile = join(dir, 'reserved', `worker-${gen.workerId}.state`);
   const persisted = (clockSeq) => {
     const line = readFileSync(stateFile, 'utf8').split('\n').find((l) => l.startsWith('high_water_ms '));
@@ -416,12 +416,12 @@ test('leased: every id is inside the persisted reservation (the state file), lon
     msStart();
   }
   assert.ok(checked > 50, `only ${checked} rounds`);
-  gen.close();
+  gen.closeSync();
 });
 
 test('stats(): a leased generator counts renewals and clock-sequence switches; a fixed one reports zeros', (t) => {
   const dir = tempDir(t);
-  const gen = Generator.open(`file://${dir}?app=stats`);
+  const gen = Generator.openSync(`file://${dir}?app=stats`);
   const now = Date.now();
   gen.nextIdAt(now);
   patiently(() => gen.nextIdAt(now - 5000)); // back 5 s: a new clock sequence, persisted first
@@ -433,7 +433,7 @@ test('stats(): a leased generator counts renewals and clock-sequence switches; a
   assert.equal(stats.clockSeqSwitches, 1);
   assert.equal(stats.deadlineInMs, null);
   assert.ok(stats.reservedUntilMs > now);
-  gen.close();
+  gen.closeSync();
   assert.equal(gen.stats().state, 'closed');
   const fixed = new Generator({ workerId: 3 });
   assert.deepEqual(fixed.stats(), {

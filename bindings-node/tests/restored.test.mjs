@@ -13,7 +13,7 @@ test('restored() invalidates the static and leased generators made before it', (
   const dir = mkdtempSync(join(tmpdir(), 'clockflake-node-restored-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const fixed = new Generator({ workerId: 5 });
-  const leased = Generator.open(`file://${dir}?app=restored`);
+  const leased = Generator.openSync(`file://${dir}?app=restored`);
   fixed.nextId();
   leased.nextId();
   leased.nextId(); // served from a grant: JavaScript holds the ticks ahead
@@ -25,9 +25,9 @@ test('restored() invalidates the static and leased generators made before it', (
   }
   // Generators made after the restore belong to this copy.
   assert.equal(decode(new Generator({ workerId: 6 }).nextId()).workerId, 6);
-  const again = Generator.open(`file://${dir}?app=restored`);
+  const again = Generator.openSync(`file://${dir}?app=restored`);
   assert.notEqual(again.workerId, leased.workerId, 'the old lease is not taken over in this copy');
   again.nextId();
-  again.close();
-  leased.close();
+  again.closeSync();
+  leased.closeSync();
 });

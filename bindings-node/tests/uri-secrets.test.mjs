@@ -36,7 +36,7 @@ for (const { id, uri, secrets, code } of table.cases) {
   test(`no secret in the error: ${id}`, () => {
     let caught;
     try {
-      Generator.open(uri);
+      Generator.openSync(uri);
     } catch (error) {
       caught = error;
     }
@@ -65,14 +65,14 @@ test('no secret in an open generator', { skip: url ? false : 'CLOCKFLAKE_PG_URL 
   const secrets = ['Tr0ub@d/or?#x', 'Qu3ryS3cret'];
   const withPassword = `${scheme}://${rest.slice(0, at)}:${encodeURIComponent(secrets[0])}@${rest.slice(at + 1)}`;
   for (const uri of [`${withPassword}?app=${app}&ttl=2s`, `${base}?app=${app}&ttl=2s&password=${secrets[1]}`]) {
-    const gen = Generator.open(uri);
+    const gen = Generator.openSync(uri);
     try {
       assert.ok(gen.coordinator.includes(app), gen.coordinator);
       assertClean('gen.coordinator', gen.coordinator, secrets);
       assertClean('inspect(gen)', inspect(gen, { showHidden: true }), secrets);
       gen.nextId();
     } finally {
-      gen.close();
+      gen.closeSync();
     }
   }
 });

@@ -25,7 +25,7 @@ export function createApp(ids) {
   return app;
 }
 
-// Run: node express.mjs (a fixed worker id here; Generator.open(uri) leases one).
+// Run: node express.mjs (a fixed worker id here; `await Generator.open(uri)` leases one).
 if (import.meta.url === `file://${process.argv[1]}`) {
   const ids = new Generator({ workerId: Number(process.env.WORKER_ID ?? 0) });
   createApp(ids).listen(3000, () => console.log('http://localhost:3000'));

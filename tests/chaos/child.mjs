@@ -12,7 +12,7 @@ function openRetrying(uri) {
   const started = Date.now();
   for (;;) {
     try {
-      return Generator.open(uri);
+      return Generator.openSync(uri);
     } catch (error) {
       if (Date.now() - started > 30_000) throw error;
       sleep(200);
@@ -51,7 +51,7 @@ while (performance.now() < end) {
   if (!maxByCs.has(cs) || id > maxByCs.get(cs)) maxByCs.set(cs, id);
 }
 const worker = gen.workerId;
-try { gen.close(); } catch { /* a lost lease may refuse to store its state */ }
+try { gen.closeSync(); } catch { /* a lost lease may refuse to store its state */ }
 const again = openRetrying(uri);
 let belowOld = 0;
 for (let i = 0; i < 1000; i++) {
@@ -64,4 +64,4 @@ process.stdout.write(JSON.stringify({
   last_ok_wall_ms: lastOkWallMs, first_lost_wall_ms: firstLostWallMs, ok_after_lost: okAfterLost,
   errors, error_before_lost: errorBeforeLost, new_worker: again.workerId, new_ids_below_old: belowOld,
 }) + '\n');
-again.close();
+again.closeSync();
