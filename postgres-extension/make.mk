@@ -49,10 +49,12 @@ install-postgres-extension: build-postgres-extension
 test-postgres-extension: install-postgres-extension
 	bash $(PGEXT_DIR)/tests/run.sh
 
+# In the build's own target dir and profile: clippy then reuses its build scripts (pgrx's
+# bindings of PostgreSQL's headers, most of the build) and only checks the crates (cargo's lock
+# on the dir lets one of the two wait when make test runs them at once).
 lint-postgres-extension: setup-rust
 	cd $(PGEXT_DIR) && $(CARGO) fmt --check
-	cd $(PGEXT_DIR) && PGRX_PG_CONFIG_PATH=$(PGEXT_PG_CONFIG) \
-	  CARGO_TARGET_DIR=$(ROOT)/target/pgext/lint $(CARGO) clippy -q --locked -- -D warnings
+	cd $(PGEXT_DIR) && $(PGEXT_CARGO) clippy -q --release --locked -- -D warnings
 
 dist-postgres-extension: build-postgres-extension
 	rm -rf $(ROOT)/target/pgext/dist && mkdir -p $(DIST_DIR)
