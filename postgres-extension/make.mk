@@ -6,7 +6,9 @@
 #   make test-postgres-extension     tests/run.sh on throwaway PostgreSQL 15 clusters (run as
 #                      `postgres`): the SQL API, 8 pgbench connections inserting
 #                      DEFAULT clockflake.next_id() (0 duplicates, increasing per connection), a
-#                      standby's refusal, no worker id, no shared_preload_libraries, a bad layout
+#                      standby's refusal, no worker id, no shared_preload_libraries, a bad layout,
+#                      two servers leasing from one file:// directory, kill -9 of the postmaster
+#                      under load and a restart with the clock an hour behind (libfaketime)
 #   make lint-postgres-extension     rustfmt and clippy -D warnings
 #   make dist-postgres-extension     dist/clockflake-postgresql15-VERSION-ARCH.tar.gz: the files
 #                      in the layout pg_config gives (usr/lib/postgresql/15/lib,
@@ -64,6 +66,7 @@ dist-postgres-extension: build-postgres-extension
 
 TEST_TARGETS += test-postgres-extension
 CHECK_TARGETS += lint-postgres-extension
-# pgbench comes with postgresql-15's client; pgrx's bindgen needs the server headers and libclang.
-DEBIAN_PACKAGES += postgresql-15 postgresql-server-dev-15 libclang-dev
+# pgbench comes with postgresql-15's client; pgrx's bindgen needs the server headers and libclang;
+# libfaketime sets a restarted server's clock back (tests/run.sh).
+DEBIAN_PACKAGES += postgresql-15 postgresql-server-dev-15 libclang-dev faketime
 DIST_TARGETS += dist-postgres-extension
