@@ -61,6 +61,16 @@ with Generator.open(
     where: str | None = leased.coordinator
     leased_id: int = leased.next_id()
 leased.close()
+
+
+async def leased_async() -> int:
+    gen: Generator = await Generator.open_async("file:///tmp/clockflake-typing?app=orders")
+    async with gen:
+        first: int = gen.next_id()
+    await gen.close_async()
+    return first
+
+
 codec: PublicIds = PublicIds(1, b"0123456789abcdef").with_old_key(0, bytes(16))
 public: int = codec.encode(one)
 text: str = codec.encode_text(one)

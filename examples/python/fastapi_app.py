@@ -46,8 +46,10 @@ engine = create_engine(os.environ["DATABASE_URL"])
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Opened per process at start-up (after any fork), closed at shutdown: the worker id is
     # leased for as long as this process serves, and released with its high-water marks.
+    # open_async and `async with` (close_async) wait for the coordinator on a worker thread,
+    # so nothing else on the event loop stalls meanwhile.
     Base.metadata.create_all(engine)
-    with Generator.open(os.environ["CLOCKFLAKE_URI"]) as ids:
+    async with await Generator.open_async(os.environ["CLOCKFLAKE_URI"]) as ids:
         app.state.ids = ids
         yield
 

@@ -24,6 +24,7 @@ except ImportError as _missing:  # say what to install
         "from source, which needs a Rust toolchain 1.85 or newer (`pip install ./bindings-python` "
         "in a clone of the repository; `make build-python` to work on it there)"
     ) from _missing
+from clockflake import _aio
 from clockflake._clockflake import (
     Generator,
     Parts,
@@ -40,6 +41,9 @@ from clockflake._clockflake import (
 
 # Every exception class, one per stable code (`_errors.__all__`).
 from clockflake._errors import *
+
+# Generator.open_async, close_async and `async with` (asyncio imported on first use only).
+_aio.install(Generator)
 
 # The typed dict shapes (clockflake._types) are for type checkers: importing them at run time
 # means importing `typing` (several ms, more than the rest of the package). Type checkers take

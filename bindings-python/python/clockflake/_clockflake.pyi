@@ -83,6 +83,17 @@ class Generator:
         clock: None = None,
         **options: Unpack[_Options],
     ) -> Generator: ...
+    @classmethod
+    async def open_async(
+        cls,
+        uri: str,
+        *,
+        max_handover_wait_ms: int | None = None,
+        worker_id: None = None,
+        clock: None = None,
+        **options: Unpack[_Options],
+    ) -> Generator:
+        """``Generator.open`` on a worker thread: the event loop runs while the lease is taken."""
     @staticmethod
     def resume(state: GeneratorState, **options: Unpack[_ClockOptions]) -> Generator: ...
     def next_id(self) -> int: ...
@@ -90,8 +101,18 @@ class Generator:
     def next_ids(self, n: int) -> list[int]: ...
     def state(self) -> GeneratorState: ...
     def close(self) -> None: ...
+    async def close_async(self) -> None:
+        """``close()`` on a worker thread: the event loop runs while the worker id is released."""
     def __enter__(self) -> Generator: ...
     def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> Literal[False]: ...
+    async def __aenter__(self) -> Generator: ...
+    async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc_value: BaseException | None,
