@@ -200,6 +200,13 @@ pub extern "C-unwind" fn clockflake_lease_worker_main(_arg: pg_sys::Datum) {
     let Some((layout, uri)) = crate::lease_config() else {
         return;
     };
+    if shared.is_published() {
+        // A worker that published exited (an ERROR): the generator in shared memory is written
+        // once, and backends may be using it. Ids stay stopped until the server restarts.
+        shared.stop();
+        warning!("clockflake: the lease worker restarted after it had leased; ids stay stopped");
+        return;
+    }
     let mut lease = match Lease::start(shared, layout, &uri) {
         Ok(lease) => lease,
         Err(error) => {

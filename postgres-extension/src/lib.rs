@@ -258,10 +258,18 @@ fn unix_ms_of_timestamptz(ts: TimestampWithTimeZone, layout: &Layout) -> Result<
 #[pg_extern(immutable, strict, parallel_safe)]
 fn decode(id: i64) -> Result<pgrx::composite_type!('static, "id_parts"), ErrorReport> {
     let layout = config()?.layout;
+    // A negative bigint is an id with the sign bit set: core's INVALID_ID, with the number as
+    // SQL shows it (core's message would show its unsigned bit pattern).
     let unsigned = u64::try_from(id).map_err(|_| {
-        refusal(Error::InvalidId(clockflake::InvalidId::SignBitSet(
-            id as u64,
-        )))
+        ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("clockflake: invalid id: expected a bigint of 0 or more, found {id}"),
+            "clockflake",
+        )
+        .set_detail(format!(
+            "clockflake code: {}",
+            Error::InvalidId(clockflake::InvalidId::SignBitSet(0)).code()
+        ))
     })?;
     let parts = layout.decode(unsigned).map_err(refusal)?;
     let mut row: PgHeapTuple<'static, AllocatedByRust> =

