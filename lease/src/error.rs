@@ -55,6 +55,19 @@ pub enum LeaseError {
         /// When to try again, Unix ms.
         retry_at_ms: u64,
     },
+    /// `COORDINATOR_UNAVAILABLE`, retryable: a [`crate::HealingGenerator`] lost its lease and
+    /// is leasing again; no id is issued until it holds one. Retry at
+    /// [`LeaseError::retry_at_ms`].
+    Healing {
+        /// Which coordinator.
+        coordinator: String,
+        /// Why the lease was lost.
+        lost: String,
+        /// The last failed attempt to lease again, if one failed.
+        last_error: Option<String>,
+        /// When to try again, Unix ms.
+        retry_at_ms: u64,
+    },
     /// `GENERATOR_CLOSED`: `close()` was called; the worker id has been released.
     Closed,
     /// `CLOCK_SKEW`: at start-up the local clock (the generator's) and the coordinator's
@@ -91,9 +104,9 @@ impl LeaseError {
             LeaseError::LeaseLost { .. } => "LEASE_LOST",
             LeaseError::CorruptState { .. } => "INVALID_STATE",
             LeaseError::InvalidUri { .. } => "INVALID_URI",
-            LeaseError::CoordinatorUnavailable { .. } | LeaseError::RenewalLate { .. } => {
-                "COORDINATOR_UNAVAILABLE"
-            }
+            LeaseError::CoordinatorUnavailable { .. }
+            | LeaseError::RenewalLate { .. }
+            | LeaseError::Healing { .. } => "COORDINATOR_UNAVAILABLE",
             LeaseError::Closed => "GENERATOR_CLOSED",
             LeaseError::ClockSkew { .. } => "CLOCK_SKEW",
             LeaseError::TooManyWorkers { .. } => "INVALID_LAYOUT",
@@ -129,7 +142,8 @@ impl LeaseError {
     pub fn retry_at_ms(&self) -> Option<u64> {
         match self {
             LeaseError::Core(error) => error.retry_at_ms(),
-            LeaseError::RenewalLate { retry_at_ms, .. } => Some(*retry_at_ms),
+            LeaseError::RenewalLate { retry_at_ms, .. }
+            | LeaseError::Healing { retry_at_ms, .. } => Some(*retry_at_ms),
             _ => None,
         }
     }
@@ -227,6 +241,22 @@ impl fmt::Display for LeaseError {
                 )?;
                 if let Some(error) = last_error {
                     write!(f, " (last error: {error})")?;
+                }
+                write!(f, "; retry at {retry_at_ms}")
+            }
+            LeaseError::Healing {
+                coordinator,
+                lost,
+                last_error,
+                retry_at_ms,
+            } => {
+                write!(
+                    f,
+                    "coordinator unavailable: {coordinator}: the lease was lost ({lost}) and is \
+                     being taken again; no id until then"
+                )?;
+                if let Some(error) = last_error {
+                    write!(f, " (last attempt: {error})")?;
                 }
                 write!(f, "; retry at {retry_at_ms}")
             }

@@ -56,6 +56,7 @@ mod file;
 pub mod fixed;
 pub mod fork;
 mod generator;
+mod healing;
 #[doc(hidden)]
 pub mod holder;
 mod per_process;
@@ -81,6 +82,7 @@ pub use generator::{
     LeaseCounters, LeaseOptions, LeaseStats, LeasedGenerator, TickGrant, CLOSE_WAIT,
     FOLLOW_BACK_MS, RENEWAL_WAIT,
 };
+pub use healing::{HealStats, HealingGenerator, FIRST_BACKOFF, MAX_BACKOFF};
 pub use per_process::{Direct, Host, PerProcess};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresCoordinator, SCHEMA};

@@ -5,10 +5,10 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clockflake::Layout;
-use clockflake_lease::{boot_ms, open, LeaseOptions, CLOSE_WAIT};
+use clockflake_lease::{boot_ms, open, HealingGenerator, LeaseOptions, CLOSE_WAIT};
 use common::*;
 
 /// The tests stop the one server: one at a time.
@@ -179,4 +179,86 @@ fn open_and_close_are_bounded_while_the_server_is_frozen() {
         took < CLOSE_WAIT + Duration::from_secs(3),
         "close() took {took:?}"
     );
+}
+
+/// Issue 38: a healing generator whose PostgreSQL is frozen past the TTL (1 s, for 2.5 s) and
+/// thawed. While it holds no lease it refuses at once with a retryable `COORDINATOR_UNAVAILABLE`
+/// and a retry time (never `LEASE_LOST`, never a hang); it leases again without a restart once
+/// the server answers, a newcomer opening at the thaw (which may take the old worker id: the
+/// healed generator then takes another); every id of both is kept and none repeats.
+#[test]
+fn a_healing_generator_leases_again_after_the_server_was_frozen_past_the_ttl() {
+    let _serial = turn(&SERIAL);
+    let uri = format!("{}?app={}&ttl=1s", PG.url(), app("heal"));
+    let gen =
+        Arc::new(HealingGenerator::open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
+    let first_worker = gen.worker_id().unwrap();
+    let issuing = {
+        let gen = Arc::clone(&gen);
+        Repeating::start(move || {
+            let started = Instant::now();
+            let result = gen
+                .next_id()
+                .map_err(|error| (error.code(), error.retry_at_ms(), error.to_string()));
+            let took = started.elapsed();
+            std::thread::sleep(Duration::from_millis(1));
+            (result, took)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    {
+        let _frozen = Frozen::now();
+        std::thread::sleep(Duration::from_millis(2500));
+    }
+    let newcomer = patiently(|| open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()));
+    let newcomer_ids = next_ids(&newcomer, 1000);
+    let healed_by = Instant::now() + Duration::from_secs(15);
+    while !(gen.is_active() && gen.stats().heals >= 1) {
+        assert!(
+            Instant::now() < healed_by,
+            "not healed 15 s after the thaw: {:?}",
+            gen.stats()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let log = issuing.stop();
+    let stats = gen.stats();
+    eprintln!(
+        "worker {first_worker} -> {:?} (newcomer {}); {stats:?}",
+        stats.worker_id,
+        newcomer.worker_id()
+    );
+
+    let refusals: Vec<_> = log.iter().filter_map(|(r, _)| r.as_ref().err()).collect();
+    assert!(!refusals.is_empty(), "the lease was never lost");
+    for (code, retry_at_ms, message) in &refusals {
+        assert_eq!(*code, "COORDINATOR_UNAVAILABLE", "{message}");
+        assert!(retry_at_ms.is_some(), "no retry time: {message}");
+    }
+    assert!(
+        refusals
+            .iter()
+            .any(|(_, _, message)| message.contains("lease was lost")),
+        "no refusal said the lease was lost: {refusals:?}"
+    );
+    let slowest = log.iter().map(|(_, took)| *took).max().unwrap();
+    assert!(
+        slowest < Duration::from_millis(500),
+        "an id call took {slowest:?}"
+    );
+    let last_refusal = log.iter().rposition(|(r, _)| r.is_err()).unwrap();
+    let after = log[last_refusal..]
+        .iter()
+        .filter(|(r, _)| r.is_ok())
+        .count();
+    assert!(after > 10, "only {after} ids after the heal");
+    assert!(stats.losses >= 1 && stats.heals >= 1, "{stats:?}");
+    assert_ne!(stats.worker_id, Some(newcomer.worker_id()));
+
+    let ids = log.iter().filter_map(|(r, _)| r.as_ref().ok().copied());
+    let kept = assert_unique("healed generator and newcomer", ids.chain(newcomer_ids));
+    assert!(kept > 1000, "{kept} ids");
+    newcomer.close().unwrap();
+    gen.close().unwrap();
 }

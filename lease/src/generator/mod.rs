@@ -119,7 +119,19 @@ struct Shared {
     /// Wakes id calls and close (a renewal done, the renewal thread gone).
     renewed: Condvar,
     counters: Counters,
+    /// Called once by the renewal thread when it stops because the lease was lost (never on
+    /// close or in a forked child): a [`crate::HealingGenerator`] leases again from there.
+    on_lost: Option<LostHook>,
 }
+
+/// What a healing generator hands its leases: told the reason once a lease is lost.
+pub(crate) type LostHook = Box<dyn Fn(String) + Send + Sync>;
+
+/// What builds the shared part of a generator once given its coordinator, the redacted URI and
+/// the hook for a lost lease.
+trait BuildShared: FnOnce(Box<dyn Coordinator>, String, Option<LostHook>) -> Shared {}
+
+impl<F: FnOnce(Box<dyn Coordinator>, String, Option<LostHook>) -> Shared> BuildShared for F {}
 
 /// Why an attempt did not produce an id.
 enum Miss {
@@ -183,10 +195,22 @@ impl LeasedGenerator {
     /// the worker's stored state. `reserve` is how far ahead of the clock the state record is
     /// kept (and renewed before the clock reaches it).
     pub fn start(
+        coordinator: Box<dyn Coordinator>,
+        layout: Layout,
+        options: LeaseOptions,
+        reserve: Duration,
+    ) -> Result<LeasedGenerator, LeaseError> {
+        Self::start_with(coordinator, layout, options, reserve, None)
+    }
+
+    /// [`LeasedGenerator::start`], with `on_lost` called by the renewal thread once the lease
+    /// is lost.
+    pub(crate) fn start_with(
         mut coordinator: Box<dyn Coordinator>,
         layout: Layout,
         options: LeaseOptions,
         reserve: Duration,
+        on_lost: Option<LostHook>,
     ) -> Result<LeasedGenerator, LeaseError> {
         let workers = layout.max_worker_id() + 1;
         if workers > crate::MAX_LEASED_WORKERS {
@@ -218,7 +242,7 @@ impl LeasedGenerator {
                 return Err(error);
             }
         };
-        let shared = Arc::new(build(coordinator, redacted_uri));
+        let shared = Arc::new(build(coordinator, redacted_uri, on_lost));
         let runner = Arc::clone(&shared);
         let renewer = std::thread::Builder::new()
             .name(format!("clockflake-lease-{}", grant.worker_id))
@@ -244,7 +268,7 @@ impl LeasedGenerator {
         sent_boot_ms: u64,
         grant: &Grant,
         time: Time,
-    ) -> Result<impl FnOnce(Box<dyn Coordinator>, String) -> Shared, LeaseError> {
+    ) -> Result<impl BuildShared, LeaseError> {
         let now_ms = time.now_ms();
         layout.check_time(now_ms)?;
         let (state, ready_at_ms) = protocol::resume(&layout, grant, now_ms, || {
@@ -296,7 +320,7 @@ impl LeasedGenerator {
             ));
         }
         let max_handover_wait_ms = options.max_handover_wait.as_millis() as u64;
-        Ok(move |coordinator, redacted_uri| Shared {
+        Ok(move |coordinator, redacted_uri, on_lost| Shared {
             gen,
             time,
             limits: Limits::new(
@@ -330,6 +354,7 @@ impl LeasedGenerator {
                 renewals: AtomicU64::new(1),
                 ..Counters::default()
             },
+            on_lost,
         })
     }
 

@@ -2,7 +2,7 @@
 //! coordinator behind its mutex; id calls only ask it for a reservation and wait a bounded time.
 
 use super::stats::WaitTimer;
-use super::{lock, Shared, ACTIVE, RENEWAL_WAIT};
+use super::{lock, Shared, ACTIVE, LOST, RENEWAL_WAIT};
 use crate::clock::boot_ms;
 use crate::holder::{Answer, Holder, Now, Reply, Turn};
 use crate::{Coordinator, LeaseError};
@@ -55,6 +55,14 @@ pub(super) fn renew_thread(shared: &Shared) {
         let mut control = lock(&shared.control);
         let was_active = lock(&shared.notes).lost_reason.is_none();
         let _ = shared.release(&mut control, was_active, false);
+    }
+    // Lost (not closed, not a forked child's copy): a healing generator leases again. Told
+    // last, after `exited`, so that closing this generator never waits for the hook.
+    if let Some(on_lost) = &shared.on_lost {
+        if shared.lifecycle.load(Ordering::Acquire) == LOST && !shared.is_forked() {
+            let reason = lock(&shared.notes).lost_reason.clone().unwrap_or_default();
+            on_lost(reason);
+        }
     }
 }
 

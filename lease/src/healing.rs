@@ -1,0 +1,352 @@
+//! A generator that heals: a lost lease is leased again in the background, a new worker id if
+//! need be, while id calls refuse with a retryable error and a retry time.
+//!
+//! No second renewal loop: each lease is a [`LeasedGenerator`] whose renewal thread drives its
+//! own [`crate::holder::Holder`], as for any lease. When that thread stops because the holder
+//! (or the id path, or the coordinator) found the lease lost, it tells the healing generator
+//! (the lease's `on_lost` hook, called once, after the thread has marked itself exited), which
+//! starts one short-lived thread that gives the lost worker id back and leases again through
+//! [`LeasedGenerator::start_with`] (a new holder, a new renewal thread), with the back-off of
+//! the id service's supervisor: 100 ms, doubling, at most 5 s.
+//!
+//! Safety is the lost lease's own: it refuses every id from its deadline on, whatever this
+//! module does, and a new lease continues above every id its worker id ever issued (the stored
+//! record and the reservation), as every lease does.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::time::Duration;
+
+use clockflake::Layout;
+
+use crate::generator::LostHook;
+use crate::{LeaseError, LeaseOptions, LeasedGenerator};
+
+/// First pause after a failed attempt to lease again; it doubles up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest pause between attempts to lease again.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a [`HealingGenerator`] has been through, for metrics and logs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HealStats {
+    /// `"active"`, `"healing"` (no lease: leasing again) or `"closed"`.
+    pub state: &'static str,
+    /// The worker id held now (`None` while healing or closed).
+    pub worker_id: Option<u64>,
+    /// Leases lost so far.
+    pub losses: u64,
+    /// Leases taken again after a loss.
+    pub heals: u64,
+    /// Failed attempts to lease again.
+    pub failed_attempts: u64,
+    /// Why the last lease was lost.
+    pub last_loss: Option<String>,
+    /// The last failed attempt's error.
+    pub last_error: Option<String>,
+}
+
+#[derive(Default)]
+struct Notes {
+    healing: bool,
+    /// A lease this healing took was lost before it was installed: lease again.
+    lost_while_healing: bool,
+    closed: bool,
+    losses: u64,
+    heals: u64,
+    failed_attempts: u64,
+    last_loss: Option<String>,
+    last_error: Option<String>,
+    /// When the next attempt starts, Unix ms (0: one is under way, or none is due).
+    next_attempt_ms: u64,
+}
+
+struct Healing {
+    uri: String,
+    layout: Layout,
+    options: LeaseOptions,
+    redacted_uri: String,
+    current: RwLock<Option<Arc<LeasedGenerator>>>,
+    notes: Mutex<Notes>,
+    /// Wakes the healing thread's back-off (close).
+    wake: Condvar,
+}
+
+/// A leased generator that re-leases after losing its lease (see the module's docs).
+/// Share it between threads by reference (or `Arc`).
+///
+/// ```no_run
+/// use clockflake::Layout;
+/// use clockflake_lease::{HealingGenerator, LeaseOptions};
+/// let ids = HealingGenerator::open(
+///     "postgres://app@db/ids?app=orders&ttl=10s",
+///     Layout::CLOCKSEQ,
+///     LeaseOptions::default(),
+/// )?;
+/// match ids.next_id() {
+///     Ok(id) => println!("{id}"),
+///     // COORDINATOR_UNAVAILABLE while it leases again: retry at error.retry_at_ms().
+///     Err(error) => eprintln!("{} (retry at {:?})", error, error.retry_at_ms()),
+/// }
+/// ids.close()?;
+/// # Ok::<(), clockflake_lease::LeaseError>(())
+/// ```
+pub struct HealingGenerator {
+    healing: Arc<Healing>,
+}
+
+impl std::fmt::Debug for HealingGenerator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HealingGenerator")
+            .field("coordinator", &self.healing.redacted_uri)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HealingGenerator {
+    /// Leases a worker id as [`crate::open`] does (and fails as it does); from then on, a lost
+    /// lease is leased again in the background.
+    pub fn open(
+        uri: &str,
+        layout: Layout,
+        options: LeaseOptions,
+    ) -> Result<HealingGenerator, LeaseError> {
+        let healing = Arc::new(Healing {
+            uri: uri.to_owned(),
+            layout,
+            options,
+            redacted_uri: crate::redact(uri),
+            current: RwLock::new(None),
+            notes: Mutex::new(Notes::default()),
+            wake: Condvar::new(),
+        });
+        let first = healing.lease()?;
+        *healing.write() = Some(Arc::new(first));
+        Ok(HealingGenerator { healing })
+    }
+
+    /// The next id; while no lease is held (lost, leasing again) a retryable
+    /// `COORDINATOR_UNAVAILABLE` ([`LeaseError::Healing`]) with the time to retry at. Never an
+    /// id under a lost lease, never a wait for the coordinator.
+    pub fn next_id(&self) -> Result<u64, LeaseError> {
+        self.with_lease(LeasedGenerator::next_id)
+    }
+
+    /// [`HealingGenerator::next_id`] at an explicit time (Unix ms), for tests.
+    pub fn next_id_at(&self, now_ms: u64) -> Result<u64, LeaseError> {
+        self.with_lease(|gen| gen.next_id_at(now_ms))
+    }
+
+    fn with_lease<T>(
+        &self,
+        call: impl FnOnce(&LeasedGenerator) -> Result<T, LeaseError>,
+    ) -> Result<T, LeaseError> {
+        let current = self.healing.read();
+        let Some(gen) = current.as_ref() else {
+            drop(current);
+            return Err(self.healing.refusal());
+        };
+        match call(gen) {
+            Err(LeaseError::LeaseLost { .. }) => {
+                drop(current);
+                Err(self.healing.refusal())
+            }
+            other => other,
+        }
+    }
+
+    /// The worker id held now (`None` while leasing again, or closed).
+    pub fn worker_id(&self) -> Option<u64> {
+        self.healing.read().as_ref().map(|gen| gen.worker_id())
+    }
+
+    /// Whether ids can be issued now (a lease held and active).
+    pub fn is_active(&self) -> bool {
+        self.healing
+            .read()
+            .as_ref()
+            .is_some_and(|gen| gen.is_active())
+    }
+
+    /// The coordinator, without any password.
+    pub fn coordinator(&self) -> &str {
+        &self.healing.redacted_uri
+    }
+
+    /// What happened so far: losses, heals, failed attempts and why.
+    pub fn stats(&self) -> HealStats {
+        let worker_id = self.worker_id();
+        let active = self.is_active();
+        let notes = lock(&self.healing.notes);
+        HealStats {
+            state: if notes.closed {
+                "closed"
+            } else if active {
+                "active"
+            } else {
+                "healing"
+            },
+            worker_id,
+            losses: notes.losses,
+            heals: notes.heals,
+            failed_attempts: notes.failed_attempts,
+            last_loss: notes.last_loss.clone(),
+            last_error: notes.last_error.clone(),
+        }
+    }
+
+    /// Stops issuing ids and healing, and closes the lease held (storing its state and
+    /// releasing its worker id). Idempotent.
+    pub fn close(&self) -> Result<(), LeaseError> {
+        {
+            let mut notes = lock(&self.healing.notes);
+            notes.closed = true;
+            self.healing.wake.notify_all();
+        }
+        let held = self.healing.write().take();
+        match held {
+            Some(gen) => gen.close(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for HealingGenerator {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+impl Healing {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Option<Arc<LeasedGenerator>>> {
+        self.current.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Option<Arc<LeasedGenerator>>> {
+        self.current.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One lease, whose renewal thread tells this generator when it is lost.
+    fn lease(self: &Arc<Self>) -> Result<LeasedGenerator, LeaseError> {
+        let target = crate::uri::connect(&self.uri)?;
+        let weak: Weak<Healing> = Arc::downgrade(self);
+        let on_lost: LostHook = Box::new(move |reason| {
+            if let Some(healing) = weak.upgrade() {
+                healing.lost(reason);
+            }
+        });
+        LeasedGenerator::start_with(
+            target.coordinator,
+            self.layout,
+            self.options.clone(),
+            target.reserve,
+            Some(on_lost),
+        )
+    }
+
+    /// The id path's refusal while no lease is held.
+    fn refusal(&self) -> LeaseError {
+        let notes = lock(&self.notes);
+        if notes.closed {
+            return LeaseError::Closed;
+        }
+        let now_ms = crate::wall_ms();
+        let retry_at_ms = match notes.next_attempt_ms {
+            0 => now_ms + FIRST_BACKOFF.as_millis() as u64,
+            at => at.max(now_ms + 1),
+        };
+        LeaseError::Healing {
+            coordinator: self.redacted_uri.clone(),
+            lost: notes.last_loss.clone().unwrap_or_default(),
+            last_error: notes.last_error.clone(),
+            retry_at_ms,
+        }
+    }
+
+    /// Told by a lease's renewal thread that it was lost: one thread leases again.
+    fn lost(self: &Arc<Self>, reason: String) {
+        {
+            let mut notes = lock(&self.notes);
+            notes.losses += 1;
+            notes.last_loss = Some(reason);
+            if notes.closed {
+                return;
+            }
+            if notes.healing {
+                notes.lost_while_healing = true;
+                return;
+            }
+            notes.healing = true;
+            notes.next_attempt_ms = 0;
+        }
+        let healing = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("clockflake-heal".to_owned())
+            .spawn(move || healing.heal());
+        if let Err(error) = spawned {
+            let mut notes = lock(&self.notes);
+            notes.healing = false;
+            notes.last_error = Some(format!("could not start a thread to lease again: {error}"));
+        }
+    }
+
+    /// Gives the lost lease back, then leases again until it works or the generator closes.
+    fn heal(self: Arc<Self>) {
+        // Out of the id path first (it refuses from here on), then closed: a lost lease gives
+        // its worker id back untouched, within the coordinator's bounds.
+        let lost = self.write().take();
+        if let Some(lost) = lost {
+            let _ = lost.close();
+        }
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            if lock(&self.notes).closed {
+                break;
+            }
+            match self.lease() {
+                Ok(gen) => {
+                    let gen = Arc::new(gen);
+                    let mut notes = lock(&self.notes);
+                    if notes.closed {
+                        drop(notes);
+                        let _ = gen.close();
+                        break;
+                    }
+                    *self.write() = Some(gen);
+                    if std::mem::take(&mut notes.lost_while_healing) {
+                        // Lost before it was installed (its hook found this healing under
+                        // way): give it back and lease again.
+                        drop(notes);
+                        if let Some(lost) = self.write().take() {
+                            let _ = lost.close();
+                        }
+                        continue;
+                    }
+                    notes.heals += 1;
+                    notes.healing = false;
+                    notes.next_attempt_ms = 0;
+                    return;
+                }
+                Err(error) => {
+                    let mut notes = lock(&self.notes);
+                    notes.failed_attempts += 1;
+                    notes.last_error = Some(error.to_string());
+                    notes.next_attempt_ms = crate::wall_ms() + backoff.as_millis() as u64;
+                    let (notes_after, _) = self
+                        .wake
+                        .wait_timeout_while(notes, backoff, |notes| !notes.closed)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    let mut notes = notes_after;
+                    notes.next_attempt_ms = 0;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+        lock(&self.notes).healing = false;
+    }
+}
