@@ -20,6 +20,11 @@
 # 8. kill -9 of the postmaster while 4 connections insert (leased), restarted with the clock an
 #    hour behind (libfaketime on the postmaster): the orphaned backends stop issuing, and the
 #    restarted server resumes from the lease's marks in another clock sequence: 0 duplicates
+# 9. a streaming replica of a leased primary leases nothing while in recovery; the primary is
+#    killed while 4 connections insert, the replica promoted: its lease worker takes the worker
+#    id over from the stored record, and no id it makes is one the old primary made (the old
+#    primary's data, started alone afterwards, holds every id it committed)
+# 10. the lease's lock file removed by hand: ids stop (LEASE_LOST) within the worker's 100 ms
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -269,5 +274,61 @@ fi
 echo "ok: $rows_before rows before the crash, 2000 after with the clock an hour behind: \
 rows|distinct|clock sequences|an hour apart = $result"
 stop primary
+
+echo "== 9. a leased primary killed under load, its streaming replica promoted"
+start primary "$LEASE"
+sql primary -c "CREATE TABLE failover (id bigint PRIMARY KEY DEFAULT clockflake.next_id(),
+  client integer NOT NULL)"
+as_pg mkdir -p "$DIR/replica"
+free_port >"$DIR/replica/port"
+as_pg "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$(cat "$DIR/primary/port")" -U postgres \
+  -D "$DIR/replica/data" -R -X stream --no-sync
+start replica "$LEASE" -c hot_standby=on
+until [ "$(sql replica -At -c 'SELECT pg_is_in_recovery()')" = t ]; do sleep 0.2; done
+if pgrep -P "$(head -1 "$DIR/replica/data/postmaster.pid")" -f 'clockflake lease' >/dev/null; then
+  echo "FAIL: the replica runs a lease worker while in recovery" >&2
+  exit 1
+fi
+expect_error replica "SELECT clockflake.next_id()" 25006 "cannot issue ids during recovery"
+printf 'INSERT INTO failover (client) VALUES (:client_id);\n' >"$DIR/insert-failover.sql"
+postmaster=$(head -1 "$DIR/primary/data/postmaster.pid")
+"$PGBIN/pgbench" -n -h 127.0.0.1 -p "$(cat "$DIR/primary/port")" -U postgres -c 4 -j 4 -T 30 \
+  -f "$DIR/insert-failover.sql" postgres >"$DIR/pgbench-failover.log" 2>&1 &
+pgbench_pid=$!
+until [ "$(sql replica -At -c "SELECT count(*) >= 2000 FROM failover")" = t ]; do sleep 0.2; done
+children=$(pgrep -P "$postmaster" | tr '\n' ' ')
+kill -KILL "$postmaster"
+wait "$pgbench_pid" || true
+for pid in $children; do
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+done
+rm -f "$DIR/primary/data/postmaster.pid"
+as_pg "$PGBIN/pg_ctl" -D "$DIR/replica/data" -w promote >/dev/null
+"$PGBIN/pgbench" -n -h 127.0.0.1 -p "$(cat "$DIR/replica/port")" -U postgres -c 4 -j 4 -t 500 \
+  -f "$DIR/insert-failover.sql" postgres >"$DIR/pgbench-promoted.log" 2>&1 \
+  || { cat "$DIR/pgbench-promoted.log" >&2; exit 1; }
+replicated=$(sql replica -At -c "SELECT count(*) - 2000 FROM failover")
+# The old primary's data, alone (no preload, no lease): every id it committed.
+start primary
+sql primary -c "COPY failover (id) TO STDOUT" \
+  | sql replica -c "CREATE TABLE old_primary (id bigint)" -c "COPY old_primary FROM STDIN"
+result=$(sql replica -At -c "
+  SELECT (SELECT count(*) FROM old_primary) >= $replicated,
+    (SELECT count(*) FROM failover f JOIN old_primary o USING (id)) = $replicated,
+    (SELECT count(*) FROM failover) = (SELECT count(DISTINCT id) FROM failover)")
+if [ "$result" != "t|t|t" ]; then
+  echo "FAIL: old primary holds the replicated rows|the promoted server's ids are new|distinct = $result" >&2
+  exit 1
+fi
+echo "ok: $replicated rows replicated, $(sql primary -At -c 'SELECT count(*) FROM failover') \
+committed on the old primary, 2000 made after the promotion: none repeats an old one"
+stop primary
+
+echo "== 10. the lease's lock file removed by hand"
+worker=$(sql replica -At -c "SELECT (clockflake.decode(clockflake.next_id())).worker_id")
+rm "$DIR/leases/test/worker-$worker.lock"
+sleep 0.5
+expect_error replica "SELECT clockflake.next_id()" 55000 "LEASE_LOST"
+stop replica
 
 echo "postgres-extension: every test passed"
