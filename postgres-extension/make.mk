@@ -8,7 +8,9 @@
 #                      DEFAULT clockflake.next_id() (0 duplicates, increasing per connection), a
 #                      standby's refusal, no worker id, no shared_preload_libraries, a bad layout,
 #                      two servers leasing from one file:// directory, kill -9 of the postmaster
-#                      under load and a restart with the clock an hour behind (libfaketime)
+#                      under load and a restart with the clock an hour behind (libfaketime), a
+#                      replica promoted after its primary is killed under load, a lock file
+#                      removed; about 40 s
 #   make lint-postgres-extension     rustfmt and clippy -D warnings
 #   make dist-postgres-extension     dist/clockflake-postgresql15-VERSION-ARCH.tar.gz: the files
 #                      in the layout pg_config gives (usr/lib/postgresql/15/lib,
