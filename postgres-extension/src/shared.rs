@@ -214,7 +214,22 @@ fn try_leased(shared: &Shared, layout: &Layout) -> Result<u64, LeaseError> {
 }
 
 /// A lease refusal as a PostgreSQL ERROR: 55000 with the stable code in the DETAIL, as core's.
+/// While the lease worker has not started, its last refusal is the one reported (a record of
+/// another layout: `INVALID_STATE`; every worker id held: `WORKER_POOL_EXHAUSTED`).
 fn lease_refusal(error: &LeaseError, shared: &Shared) -> ErrorReport {
+    if let (STARTING, Some(problem)) = (shared.phase(), shared.problem()) {
+        let code = problem
+            .split_once(':')
+            .map_or("COORDINATOR_UNAVAILABLE", |(code, _)| code);
+        return ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "clockflake: no worker id leased (the lease worker retries every 5 s): {problem}"
+            ),
+            "clockflake",
+        )
+        .set_detail(format!("clockflake code: {code}"));
+    }
     let report = match error {
         LeaseError::Core(core) => return crate::refusal(*core),
         _ => ErrorReport::new(

@@ -25,6 +25,8 @@
 #    id over from the stored record, and no id it makes is one the old primary made (the old
 #    primary's data, started alone afterwards, holds every id it committed)
 # 10. the lease's lock file removed by hand: ids stop (LEASE_LOST) within the worker's 100 ms
+# 11. a server restarted with another layout than the lease's record was written with: no id,
+#    INVALID_STATE
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -329,6 +331,11 @@ worker=$(sql replica -At -c "SELECT (clockflake.decode(clockflake.next_id())).wo
 rm "$DIR/leases/test/worker-$worker.lock"
 sleep 0.5
 expect_error replica "SELECT clockflake.next_id()" 55000 "LEASE_LOST"
+stop replica
+
+echo "== 11. restarted with another layout than the lease's records"
+start replica "$LEASE" -c clockflake.layout=twitter
+expect_error replica "SELECT clockflake.next_id()" 55000 "clockflake code: INVALID_STATE"
 stop replica
 
 echo "postgres-extension: every test passed"
