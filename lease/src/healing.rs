@@ -50,6 +50,35 @@ pub struct HealStats {
     pub last_error: Option<String>,
 }
 
+/// What a [`HealingGenerator`] tells the callback of [`HealingGenerator::open_with_events`]
+/// (for a log line or a metric), from the thread where it happened, never with a lock held.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HealEvent {
+    /// The lease was lost: ids are refused until a new one is held.
+    Lost {
+        /// The worker id it held (`None`: a lease lost before it was installed).
+        worker_id: Option<u64>,
+        /// Why.
+        reason: String,
+    },
+    /// An attempt to lease again failed; the next one starts after `retry_in`.
+    AttemptFailed {
+        /// The attempt's error.
+        error: LeaseError,
+        /// The back-off before the next attempt.
+        retry_in: Duration,
+    },
+    /// A new lease is held: ids again.
+    Healed {
+        /// The worker id now held (perhaps another than before).
+        worker_id: u64,
+    },
+}
+
+/// The callback of [`HealingGenerator::open_with_events`].
+type OnEvent = Box<dyn Fn(&HealEvent) + Send + Sync>;
+
 #[derive(Default)]
 struct Notes {
     healing: bool,
@@ -74,6 +103,7 @@ struct Healing {
     notes: Mutex<Notes>,
     /// Wakes the healing thread's back-off (close).
     wake: Condvar,
+    on_event: Option<OnEvent>,
 }
 
 /// A leased generator that re-leases after losing its lease (see the module's docs).
@@ -116,6 +146,27 @@ impl HealingGenerator {
         layout: Layout,
         options: LeaseOptions,
     ) -> Result<HealingGenerator, LeaseError> {
+        Self::open_inner(uri, layout, options, None)
+    }
+
+    /// [`HealingGenerator::open`], telling `on_event` when a lease is lost, an attempt to lease
+    /// again fails, and a new lease is held. It runs on the thread where that happened (the
+    /// lease's renewal thread, the healing thread) with no lock held: keep it short.
+    pub fn open_with_events(
+        uri: &str,
+        layout: Layout,
+        options: LeaseOptions,
+        on_event: impl Fn(&HealEvent) + Send + Sync + 'static,
+    ) -> Result<HealingGenerator, LeaseError> {
+        Self::open_inner(uri, layout, options, Some(Box::new(on_event)))
+    }
+
+    fn open_inner(
+        uri: &str,
+        layout: Layout,
+        options: LeaseOptions,
+        on_event: Option<OnEvent>,
+    ) -> Result<HealingGenerator, LeaseError> {
         let healing = Arc::new(Healing {
             uri: uri.to_owned(),
             layout,
@@ -124,6 +175,7 @@ impl HealingGenerator {
             current: RwLock::new(None),
             notes: Mutex::new(Notes::default()),
             wake: Condvar::new(),
+            on_event,
         });
         let first = healing.lease()?;
         *healing.write() = Some(Arc::new(first));
@@ -268,21 +320,38 @@ impl Healing {
         }
     }
 
+    fn tell(&self, event: HealEvent) {
+        if let Some(on_event) = &self.on_event {
+            on_event(&event);
+        }
+    }
+
     /// Told by a lease's renewal thread that it was lost: one thread leases again.
     fn lost(self: &Arc<Self>, reason: String) {
-        {
+        // The lost lease is still the id path's (the healing thread takes it out), unless it
+        // was lost before it was installed.
+        let worker_id = self.read().as_ref().map(|gen| gen.worker_id());
+        let start = {
             let mut notes = lock(&self.notes);
             notes.losses += 1;
-            notes.last_loss = Some(reason);
-            if notes.closed {
-                return;
-            }
+            notes.last_loss = Some(reason.clone());
             if notes.healing {
                 notes.lost_while_healing = true;
-                return;
             }
-            notes.healing = true;
-            notes.next_attempt_ms = 0;
+            let start = !notes.closed && !notes.healing;
+            if start {
+                notes.healing = true;
+                notes.next_attempt_ms = 0;
+            }
+            start
+        };
+        let closed = lock(&self.notes).closed;
+        if !closed {
+            let worker_id = if start { worker_id } else { None };
+            self.tell(HealEvent::Lost { worker_id, reason });
+        }
+        if !start {
+            return;
         }
         let healing = Arc::clone(self);
         let spawned = std::thread::Builder::new()
@@ -330,9 +399,17 @@ impl Healing {
                     notes.heals += 1;
                     notes.healing = false;
                     notes.next_attempt_ms = 0;
+                    drop(notes);
+                    if let Some(worker_id) = self.read().as_ref().map(|gen| gen.worker_id()) {
+                        self.tell(HealEvent::Healed { worker_id });
+                    }
                     return;
                 }
                 Err(error) => {
+                    self.tell(HealEvent::AttemptFailed {
+                        error: error.clone(),
+                        retry_in: backoff,
+                    });
                     let mut notes = lock(&self.notes);
                     notes.failed_attempts += 1;
                     notes.last_error = Some(error.to_string());

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clockflake::Layout;
-use clockflake_lease::{boot_ms, open, HealingGenerator, LeaseOptions, CLOSE_WAIT};
+use clockflake_lease::{boot_ms, open, HealEvent, HealingGenerator, LeaseOptions, CLOSE_WAIT};
 use common::*;
 
 /// The tests stop the one server: one at a time.
@@ -190,8 +190,19 @@ fn open_and_close_are_bounded_while_the_server_is_frozen() {
 fn a_healing_generator_leases_again_after_the_server_was_frozen_past_the_ttl() {
     let _serial = turn(&SERIAL);
     let uri = format!("{}?app={}&ttl=1s", PG.url(), app("heal"));
-    let gen =
-        Arc::new(HealingGenerator::open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap());
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let gen = {
+        let events = Arc::clone(&events);
+        Arc::new(
+            HealingGenerator::open_with_events(
+                &uri,
+                Layout::CLOCKSEQ,
+                LeaseOptions::default(),
+                move |event| events.lock().unwrap().push(event.clone()),
+            )
+            .unwrap(),
+        )
+    };
     let first_worker = gen.worker_id().unwrap();
     let issuing = {
         let gen = Arc::clone(&gen);
@@ -255,6 +266,25 @@ fn a_healing_generator_leases_again_after_the_server_was_frozen_past_the_ttl() {
     assert!(after > 10, "only {after} ids after the heal");
     assert!(stats.losses >= 1 && stats.heals >= 1, "{stats:?}");
     assert_ne!(stats.worker_id, Some(newcomer.worker_id()));
+    // What happened, as the callback heard it: lost, attempts that failed, healed.
+    let events = events.lock().unwrap().clone();
+    assert!(
+        matches!(&events[0], HealEvent::Lost { worker_id: Some(w), .. } if *w == first_worker),
+        "{events:?}"
+    );
+    assert_eq!(
+        events.last(),
+        Some(&HealEvent::Healed {
+            worker_id: stats.worker_id.unwrap()
+        }),
+        "{events:?}"
+    );
+    for event in &events[1..events.len() - 1] {
+        assert!(
+            matches!(event, HealEvent::AttemptFailed { error, .. } if error.code() == "COORDINATOR_UNAVAILABLE"),
+            "{events:?}"
+        );
+    }
 
     let ids = log.iter().filter_map(|(r, _)| r.as_ref().ok().copied());
     let kept = assert_unique("healed generator and newcomer", ids.chain(newcomer_ids));
