@@ -288,6 +288,35 @@ fn a_table_of_another_shape_is_refused_and_left_as_it_is() {
     assert_eq!(columns, 1, "left as it was");
 }
 
+/// A table with every column of a lease table, one of another type: refused with the column
+/// and both types, never used. Before, `worker_id bigint` failed every statement as a
+/// retryable COORDINATOR_UNAVAILABLE ("cannot convert between the Rust type `i32` and the
+/// Postgres type `int8`"), and reading such a row with `Row::get` panics.
+#[test]
+fn a_lease_table_with_a_column_of_another_type_is_refused() {
+    let table = format!("retyped_{}", std::process::id());
+    let mut client = PgClient::connect(&PG.url()).unwrap();
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (app text NOT NULL, worker_id bigint NOT NULL, owner text, \
+             epoch bigint NOT NULL DEFAULT 0, expires_at timestamptz, layout_fingerprint bigint, \
+             clock_seq integer, high_water_ms bigint[], \
+             updated_at timestamptz NOT NULL DEFAULT now(), timeline bigint, \
+             PRIMARY KEY (app, worker_id))"
+        ))
+        .unwrap();
+    let uri = format!("{}?app={}&ttl=2s&table={table}", PG.url(), app("retyped"));
+    let error = open_refused(&uri, single_worker(), "INVALID_STATE");
+    let message = error.to_string();
+    assert!(
+        message.contains("worker_id bigint, expected integer"),
+        "{message}"
+    );
+    client
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .unwrap();
+}
+
 /// A role that may not create the table: the server's own words and SQLSTATE in the error
 /// (the `postgres` crate's text alone is "db error").
 #[test]

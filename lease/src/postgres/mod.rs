@@ -169,7 +169,8 @@ impl PostgresCoordinator {
                 format!("{} table {}", self.redacted_uri, self.table),
                 format!(
                     "the table exists without the columns of a lease table ({missing}): it is \
-                     not clockflake's, and is left as it is; name another with table="
+                     not clockflake's (or was altered), and is left as it is; name another with \
+                     table="
                 ),
             ));
         }
@@ -204,7 +205,8 @@ fn tune(config: &mut Config, ttl: Duration) {
 }
 
 /// The transaction of [`PostgresCoordinator::ensure_schema`] on `table`: `None` when the table
-/// and the app's rows are ready, or the columns a table of that name lacks (rolled back).
+/// and the app's rows are ready, or what a table of that name lacks: columns, or their types
+/// (rolled back).
 fn create_schema(
     db: &Statements<'_>,
     table: &str,
@@ -217,20 +219,38 @@ fn create_schema(
         &[&format!("clockflake schema {table}")],
     )?;
     db.batch_execute(&SCHEMA.replace("{table}", table))?;
-    let present: Vec<String> = db
+    // Both as text: the query's own columns are always read as they are declared here.
+    let present: Vec<(String, String)> = db
         .query(
-            "SELECT attname::text FROM pg_attribute \
+            "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute \
                  WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
             &[&table],
         )?
         .iter()
-        .map(|row| row.get(0))
+        .map(|row| (row.get(0), row.get(1)))
         .collect();
-    let missing: Vec<&str> = sql::COLUMNS
-        .iter()
-        .copied()
-        .filter(|column| !present.iter().any(|name| name == column))
-        .collect();
+    let mut missing: Vec<&str> = Vec::new();
+    let mut retyped: Vec<String> = Vec::new();
+    for (column, kind) in sql::COLUMNS {
+        match present.iter().find(|(name, _)| name == column) {
+            None => missing.push(column),
+            Some((_, found)) if found != kind => {
+                retyped.push(format!("{column} {found}, expected {kind}"));
+            }
+            Some(_) => {}
+        }
+    }
+    if !retyped.is_empty() {
+        db.batch_execute("ROLLBACK")?;
+        let missing = missing.iter().map(|column| format!("{column} missing"));
+        return Ok(Some(
+            retyped
+                .into_iter()
+                .chain(missing)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
     match missing.as_slice() {
         [] => {}
         // A table made before the timeline column (its rows read as current).

@@ -19,18 +19,19 @@ pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS {table} (
     PRIMARY KEY (app, worker_id)
 )";
 
-/// The columns of [`SCHEMA`], which a table of that name must have to be used.
-pub(super) const COLUMNS: [&str; 10] = [
-    "app",
-    "worker_id",
-    "owner",
-    "epoch",
-    "expires_at",
-    "layout_fingerprint",
-    "clock_seq",
-    "high_water_ms",
-    "updated_at",
-    "timeline",
+/// The columns of [`SCHEMA`] and their types as `format_type` names them, which a table of that
+/// name must have to be used: rows are read with these types, and another type would not read.
+pub(super) const COLUMNS: [(&str, &str); 10] = [
+    ("app", "text"),
+    ("worker_id", "integer"),
+    ("owner", "text"),
+    ("epoch", "bigint"),
+    ("expires_at", "timestamp with time zone"),
+    ("layout_fingerprint", "bigint"),
+    ("clock_seq", "integer"),
+    ("high_water_ms", "bigint[]"),
+    ("updated_at", "timestamp with time zone"),
+    ("timeline", "bigint"),
 ];
 
 /// The server's WAL timeline: 1 on a new cluster, one more at every promotion of a replica.
@@ -84,16 +85,29 @@ pub(super) fn granted_marks() -> String {
 mod tests {
     use super::*;
 
-    /// `COLUMNS` names every column `SCHEMA` creates, in its order, and nothing else: a column
-    /// added to one and not the other would let a table without it be used, or refuse ours.
+    /// `COLUMNS` names every column `SCHEMA` creates, in its order, with its type, and nothing
+    /// else: a column added to one and not the other would let a table without it be used, or
+    /// refuse ours.
     #[test]
     fn columns_are_the_schemas() {
-        let created: Vec<&str> = SCHEMA
+        let created: Vec<(&str, String)> = SCHEMA
             .lines()
             .skip(1)
-            .filter_map(|line| line.split_whitespace().next())
-            .filter(|word| word.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .filter_map(|line| {
+                let mut words = line.split_whitespace();
+                Some((words.next()?, words.next()?))
+            })
+            .filter(|(word, _)| word.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .map(|(name, kind)| {
+                let kind = kind.trim_end_matches(',');
+                let kind = kind.replace("timestamptz", "timestamp with time zone");
+                (name, kind)
+            })
             .collect();
-        assert_eq!(created, COLUMNS);
+        let expected: Vec<(&str, String)> = COLUMNS
+            .iter()
+            .map(|&(name, kind)| (name, kind.to_owned()))
+            .collect();
+        assert_eq!(created, expected);
     }
 }
