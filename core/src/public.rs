@@ -30,10 +30,13 @@
 //! # Text form
 //! 16 characters of Crockford base32 (`0-9 A-Z` without `I L O U`), case-insensitive on input
 //! (with `O` read as 0 and `I`, `L` as 1): 1 key-version character, 13 payload characters
-//! (65 bits, the top 2 always 0), 2 check characters: a CRC-10 over the 70 bits before it,
-//! which catches every single mistyped character and every swap of two adjacent characters.
-//! The version character picks the key, and the key its construction, so old links keep
-//! working after a key rotation and across the move to FF1.
+//! (65 bits: the top one always 0, then the construction bit, then the 63-bit public number),
+//! 2 check characters: a CRC-10 over the 70 bits before it, which catches every single
+//! mistyped character and every swap of two adjacent characters. The version character picks
+//! the key; the construction bit (1 for FF1, 0 for the legacy construction, whose texts always
+//! had 0 there) says how the text was made. So a text made before FF1 decodes to its id under
+//! the same key bytes whatever construction the codec's key was registered with, and old links
+//! keep working after a key rotation and across the move to FF1 with no migration.
 
 use core::fmt;
 
@@ -58,6 +61,9 @@ const LEFT_BITS: u32 = 31;
 const RIGHT_BITS: u32 = 32;
 const TEXT_LEN: usize = 16;
 const PAYLOAD_CHARS: usize = 13;
+/// The text form's construction bit, just above the 63-bit public number in its payload: set
+/// for FF1; texts of the legacy construction were always made with it clear.
+const FF1_TEXT_BIT: u64 = 1 << 63;
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 /// CRC-10/ATM: x^10 + x^9 + x^5 + x^4 + x + 1.
 const CRC10_POLY: u16 = 0x233;
@@ -249,6 +255,10 @@ impl PublicIds {
         self.keys.get(usize::from(version)).copied().flatten()
     }
 
+    fn cipher_is_ff1(&self) -> bool {
+        matches!(self.cipher, Some(Cipher::Ff1(_)))
+    }
+
     fn current_cipher(&self) -> Result<&Cipher, Error> {
         self.cipher.as_ref().ok_or(Error::UnknownKeyVersion {
             version: self.current,
@@ -276,16 +286,26 @@ impl PublicIds {
             .ok_or(Error::InvalidPublicId(PublicIdProblem::OutOfRange))
     }
 
-    /// The id behind a public number under the key of `version`: the current key's cipher, or
-    /// an old key keyed for this call (its AES key schedule, about one block's work).
-    fn decode_with(&self, version: u8, public: u64) -> Result<u64, Error> {
+    /// The id behind a public number made by `construction` under the key bytes of `version`:
+    /// the current key's cipher, or that key keyed for this call (its AES key schedule, about
+    /// one block's work).
+    fn decode_with(
+        &self,
+        version: u8,
+        construction: Construction,
+        public: u64,
+    ) -> Result<u64, Error> {
         let entry = self
             .entry(version)
             .ok_or(Error::UnknownKeyVersion { version })?;
         let out_of_range = Error::InvalidPublicId(PublicIdProblem::OutOfRange);
-        if version == self.current {
+        if version == self.current && construction == entry.construction {
             return self.current_cipher()?.unpermute(public).ok_or(out_of_range);
         }
+        let entry = KeyEntry {
+            construction,
+            ..entry
+        };
         Cipher::of(&entry)
             .ok_or(Error::UnknownKeyVersion { version })?
             .unpermute(public)
@@ -294,7 +314,10 @@ impl PublicIds {
 
     /// The text form of an id under the current key: 16 URL-safe characters.
     pub fn encode_text(&self, id: u64) -> Result<PublicText, Error> {
-        let public = self.encode(id)?;
+        let mut public = self.encode(id)?;
+        if self.cipher_is_ff1() {
+            public |= FF1_TEXT_BIT;
+        }
         let mut symbols = [0u8; TEXT_LEN];
         symbols[0] = self.current;
         for (i, symbol) in symbols[1..=PAYLOAD_CHARS].iter_mut().enumerate() {
@@ -307,9 +330,9 @@ impl PublicIds {
         Ok(PublicText(symbols.map(|s| ALPHABET[usize::from(s)])))
     }
 
-    /// The id behind a text form; the version character picks the key (and so the
-    /// construction). A mistyped character, a wrong length or an unknown key version is an
-    /// error, never a wrong id.
+    /// The id behind a text form; the version character picks the key, the construction bit
+    /// the construction it was made with. A mistyped character, a wrong length or an unknown
+    /// key version is an error, never a wrong id.
     pub fn decode_text(&self, text: &str) -> Result<u64, Error> {
         let invalid = |problem| Err(Error::InvalidPublicId(problem));
         let bytes = text.as_bytes();
@@ -342,13 +365,16 @@ impl PublicIds {
         let public = symbols[1..=PAYLOAD_CHARS]
             .iter()
             .fold(0u128, |acc, &s| (acc << 5) | u128::from(s));
+        // The payload's top bit (the 65th) is always 0.
         let Ok(public) = u64::try_from(public) else {
             return invalid(PublicIdProblem::OutOfRange);
         };
-        if public >> 63 != 0 {
-            return invalid(PublicIdProblem::OutOfRange);
-        }
-        self.decode_with(symbols[0], public)
+        let construction = if public & FF1_TEXT_BIT != 0 {
+            Construction::Ff1
+        } else {
+            Construction::LegacyFeistel
+        };
+        self.decode_with(symbols[0], construction, public & !FF1_TEXT_BIT)
     }
 }
 

@@ -159,9 +159,20 @@ fn a_legacy_key_keeps_its_links_after_the_move_to_ff1() {
         .unwrap();
     assert_eq!(moved.decode_text(text).unwrap(), id);
     assert!(moved.encode_text(id).unwrap().as_str().starts_with('2'));
-    // Read as an FF1 key, the same key gives another id: register old keys as legacy.
-    assert_ne!(
-        PublicIds::new(1, KEY).unwrap().decode_text(text).unwrap(),
+    // Under the same key bytes registered as FF1, the text still decodes to its id: its
+    // construction bit says it was made before FF1. A bare public number carries no such bit,
+    // so numbers need the old key registered as legacy.
+    let as_ff1 = PublicIds::new(1, KEY).unwrap();
+    assert_eq!(as_ff1.decode_text(text).unwrap(), id);
+    let legacy_number = PublicIds::legacy(1, KEY).unwrap().encode(id).unwrap();
+    assert_ne!(as_ff1.decode(legacy_number).unwrap(), id);
+    // And an FF1 text under a key registered as legacy.
+    let ff1_text = as_ff1.encode_text(id).unwrap();
+    assert_eq!(
+        PublicIds::legacy(1, KEY)
+            .unwrap()
+            .decode_text(ff1_text.as_str())
+            .unwrap(),
         id
     );
     assert_eq!(

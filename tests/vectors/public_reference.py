@@ -273,7 +273,13 @@ def crc10(symbols):
     return crc
 
 
-def to_text(version, public):
+# The text form's construction bit, above the 63-bit public number: 1 for FF1, 0 for legacy.
+FF1_TEXT_BIT = 2**63
+
+
+def to_text(version, public, construction="legacy"):
+    if construction == "ff1":
+        public |= FF1_TEXT_BIT
     symbols = [version] + [(public >> (5 * (12 - i))) & 31 for i in range(13)]
     check = crc10(symbols)
     return "".join(ALPHABET[s] for s in [*symbols, check >> 5, check & 31])
@@ -301,11 +307,14 @@ def from_text(keys, text):
     public = 0
     for s in symbols[1:14]:
         public = (public << 5) | s
-    if public >= 2**63:
+    if public >= 2**64:
         raise Refusal("INVALID_PUBLIC_ID")
     if symbols[0] not in keys:
         raise Refusal("UNKNOWN_KEY_VERSION")
-    return unpermute(keys[symbols[0]], public)
+    # The text says how it was made; the version names the key bytes.
+    construction = "ff1" if public & FF1_TEXT_BIT else "legacy"
+    _, key_bytes = keys[symbols[0]]
+    return unpermute((construction, key_bytes), public & ~FF1_TEXT_BIT)
 
 
 def keyring(spec):
@@ -365,14 +374,17 @@ def build():
                         "id": f"{prefix}-encode-v{v}-{i}",
                         "op": "public_encode",
                         "in": {"keys": ring, "id": str(x)},
-                        "out": {"number": str(public), "text": to_text(v, public)},
+                        "out": {
+                            "number": str(public),
+                            "text": to_text(v, public, current["construction"]),
+                        },
                     }
                 )
     # After the move to FF1: a new FF1 key is current, the old key is kept as legacy.
     rotated = [k2, legacy[1]]
     keys = keyring(rotated)
     old_text = to_text(1, legacy_permute(b"clockflake-key-1", 383188013854781440))
-    good = to_text(2, permute(keys[2], 123456789))
+    good = to_text(2, permute(keys[2], 123456789), "ff1")
     typo = good[:5] + ("A" if good[5] != "A" else "B") + good[6:]
     swap = good[:7] + good[8] + good[7] + good[9:]
     over = [2] + [31] * 13
@@ -399,13 +411,15 @@ def build():
                 **run(lambda t=text: str(from_text(keys, t))),
             }
         )
-    # Other rings: an FF1 rotation, a legacy current key, and the same key read as FF1, which
-    # decodes a legacy text to another id (why an existing key must be registered as legacy).
-    ff1_text = to_text(1, ff1_permute(b"clockflake-key-1", 383188013854781440))
+    # Other rings: an FF1 rotation, a legacy current key, and a text under the same key bytes
+    # registered with the other construction: the text's construction bit decodes it all the
+    # same (only public numbers need an old key registered as legacy).
+    ff1_text = to_text(1, ff1_permute(b"clockflake-key-1", 383188013854781440), "ff1")
     for label, ring, text in [
         ("old-ff1-key-after-rotation", [k2, k1], ff1_text),
         ("legacy-current-key", [legacy[1]], old_text),
         ("legacy-text-under-the-same-key-as-ff1", [k1], old_text),
+        ("ff1-text-under-the-same-key-as-legacy", [legacy[1]], ff1_text),
     ]:
         ring_keys = keyring(ring)
         cases.append(

@@ -40,11 +40,12 @@ test('encode/decode and encodeText/decodeText round trip; 100,000 ids give 100,0
   }
   assert.equal(numbers.size, 100_006);
   assert.equal(texts.size, 100_006);
-  // The text form carries the public number: 13 base32 digits after the version.
+  // The text form carries the public number: 13 base32 digits after the version, with the
+  // construction bit (2^63, set for FF1) above the number.
   const id = encode({ timestampMs: 1_795_000_000_000, workerId: 7, sequence: 3 });
   let payload = 0n;
   for (const c of codec.encodeText(id).slice(1, 14)) payload = payload * 32n + BigInt(ALPHABET.indexOf(c));
-  assert.equal(payload, codec.encode(id));
+  assert.equal(payload, TWO_63 | codec.encode(id));
 });
 
 test('consecutive ids look unrelated: one flipped input bit flips about half the output bits', () => {
