@@ -5,7 +5,7 @@
 #   tests/run.sh    expects the extension installed (make install-postgres-extension)
 #
 # 1. preloaded, worker id 5: CREATE EXTENSION; decode round-trips; next_ids strictly increase;
-#    every refusal has its SQLSTATE and clockflake code (tests/sql/api.sql)
+#    every refusal has its SQLSTATE and clockflake code (tests/sql/api.sql); pg_dump and restore
 # 2. eight pgbench connections inserting DEFAULT clockflake.next_id() into a table whose key is
 #    the id: 0 duplicates, every row there, ids strictly increasing per connection
 # 3. a streaming standby of it refuses next_id() (25006) and still decodes
@@ -112,6 +112,16 @@ printf "host replication postgres 127.0.0.1/32 trust\n" | as_pg tee -a "$DIR/pri
 start primary "$PRELOAD" -c wal_level=replica -c max_wal_senders=4
 sql primary -f "$HERE/sql/api.sql"
 echo "ok: tests/sql/api.sql"
+# pg_dump and restore: the extension comes back by CREATE EXTENSION, the DEFAULT with it.
+sql primary -c "CREATE DATABASE restored"
+"$PGBIN/pg_dump" -h 127.0.0.1 -p "$(cat "$DIR/primary/port")" -U postgres -d postgres \
+  | DB=restored sql primary >/dev/null
+result=$(DB=restored sql primary -At -c "
+  INSERT INTO api_t (note) VALUES ('after a restore');
+  SELECT count(*), count(DISTINCT id), pg_get_expr(adbin, adrelid) FROM api_t, pg_attrdef
+   WHERE adrelid = 'api_t'::regclass GROUP BY 3")
+test "$result" = "2|2|clockflake.next_id()" || { echo "FAIL: after pg_dump and restore: $result" >&2; exit 1; }
+echo "ok: pg_dump and restore keep the extension and the DEFAULT"
 
 echo "== 2. $CLIENTS connections x $TRANSACTIONS inserts with DEFAULT clockflake.next_id()"
 sql primary -c "CREATE TABLE ids (id bigint PRIMARY KEY DEFAULT clockflake.next_id(),
