@@ -107,7 +107,8 @@ DEBIAN_PACKAGES += faketime
 DIST_TARGETS += dist-python
 BENCH_TARGETS += bench-python
 
-# The PostgreSQL lease tests of the Python package (a fork over row leases, a row taken away)
+# The PostgreSQL lease tests of the Python package (a fork over row leases, a row taken away, a
+# server frozen past the TTL and thawed: tests/test_heal_postgres.py)
 # against a throwaway cluster (scripts/postgres.sh installs PostgreSQL 15 from apt if missing;
 # always stopped afterwards).
 .PHONY: test-python-pg
@@ -116,7 +117,7 @@ test-python-pg: build-python
 	trap '$(ROOT)/scripts/postgres.sh stop' EXIT; \
 	$(ROOT)/scripts/postgres.sh start; \
 	export CLOCKFLAKE_PG_URL=$$($(ROOT)/scripts/postgres.sh url); \
-	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py -k postgres
+	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py tests/test_heal_postgres.py -k postgres
 
 # Issue 22's PostgreSQL and Redis failovers across two languages: Python holders on a primary,
 # Rust newcomers (the lease probe) on its promoted, lagging replica (scripts/postgres-ha.sh,

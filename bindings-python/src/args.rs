@@ -308,6 +308,8 @@ pub struct GeneratorArgs {
     pub clock: Option<Py<PyAny>>,
     /// `Generator.open` only.
     pub max_handover_wait_ms: Option<u64>,
+    /// `Generator.open` only: whether a lost lease is leased again (default: yes).
+    pub heal: Option<bool>,
 }
 
 /// Which method the options are for: each takes the four generator options and some of
@@ -340,12 +342,13 @@ pub fn generator_args(
         options: Options::default(),
         clock: None,
         max_handover_wait_ms: None,
+        heal: None,
     };
     for (key, value) in options.into_iter().flat_map(|dict| dict.iter()) {
         let key = key.cast::<PyString>()?.to_str()?.to_owned();
         let known = match key.as_str() {
             "layout" | "on_rollback" | "max_wait_ms" | "max_drift_ms" | "clock" => true,
-            "max_handover_wait_ms" | "worker_id" => method == Method::Open,
+            "max_handover_wait_ms" | "worker_id" | "heal" => method == Method::Open,
             _ => false,
         };
         if !known {
@@ -365,6 +368,15 @@ pub fn generator_args(
             "max_handover_wait_ms" => {
                 args.max_handover_wait_ms = Some(plain_u64(&value, "max_handover_wait_ms")?)
             }
+            "heal" => match value.cast::<PyBool>() {
+                Ok(flag) => args.heal = Some(flag.is_true()),
+                Err(_) => {
+                    return Err(PyTypeError::new_err(format!(
+                        "heal: expected a bool, found {}",
+                        repr_and_type(&value)
+                    )))
+                }
+            },
             "worker_id" => return Err(PyTypeError::new_err(
                 "Generator.open() takes no worker_id: the coordinator leases one (read it from \
                      gen.worker_id); for a fixed worker id use Generator(worker_id=...)",

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clockflake::{Clock, Error, Generator, Layout, MonotonicClock, Options, State};
-use clockflake_lease::{fork, LeaseCounters, LeaseOptions, LeaseStats};
+use clockflake_lease::{fork, HealStats, LeaseCounters, LeaseOptions, LeaseStats};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
@@ -15,6 +15,7 @@ use crate::args::{
     NotU64,
 };
 use crate::errors::Refusal;
+use crate::healed::Healed;
 use crate::leased::{invalid_uri, Leased};
 use crate::parts::layout_dict;
 
@@ -63,10 +64,11 @@ pub struct PyGenerator {
     issuing_generation: AtomicU64,
 }
 
-/// A fixed worker id, or a leased one.
+/// A fixed worker id, a leased one, or a leased one that heals.
 enum Inner {
     Static(Generator),
     Leased(Leased),
+    Healed(Healed),
 }
 
 /// A Python callable as a core clock. A core clock refuses only with core's errors, so an
@@ -274,7 +276,21 @@ impl PyGenerator {
     /// first id may wait for the clock to pass the previous holder's ids (default 15000).
     /// Raises `InvalidUriError`, `CoordinatorUnavailableError`, `WorkerPoolExhaustedError`
     /// (every worker id of the layout is held) or `InvalidStateError` (a stored record that is
-    /// corrupt: refused, never reset). Once the lease is lost, ids raise `LeaseLostError`.
+    /// corrupt: refused, never reset).
+    ///
+    /// `heal` (default True): a lost lease (a coordinator down or frozen past the TTL, a paused
+    /// VM, a row taken away) is leased again in the background, a new worker id if need be,
+    /// retrying after 100 ms, doubling up to 5 s (the id service's back-off). Meanwhile ids raise
+    /// `CoordinatorUnavailableError` with `retry_at_ms`, at once (never a wait on the
+    /// coordinator), the class and code any coordinator outage raises, so code that already
+    /// handles an outage handles a loss too; no id is ever issued under the lost lease, and the
+    /// new lease continues above every id its worker id issued. `gen.is_active` says whether ids
+    /// are issued now, `gen.stats()` counts `losses`, `heals` and `heal_failures`. On by
+    /// default, as database drivers and pools reconnect by default: a generator in a process
+    /// that runs for months should not turn every later request into an error until a restart
+    /// because the database failed over once, and healing costs no safety (it is the same lease
+    /// a restart would take). `heal=False` keeps the lost generator dead (`LeaseLostError`
+    /// from then on) for a process that would rather exit and be restarted by its supervisor.
     ///
     /// In a child process after a fork (from Python or from C), the first call leases a new
     /// worker id for the child from the same URI; the parent keeps its own.
@@ -295,9 +311,24 @@ impl PyGenerator {
             LeaseOptions::default().max_handover_wait,
             Duration::from_millis,
         );
-        let leased = Leased::open(py, uri, args.layout, args.options, max_handover_wait)?;
+        let inner = if args.heal.unwrap_or(true) {
+            let options = LeaseOptions {
+                generator: args.options,
+                clock: None,
+                max_handover_wait,
+            };
+            Inner::Healed(Healed::open(py, uri, args.layout, options)?)
+        } else {
+            Inner::Leased(Leased::open(
+                py,
+                uri,
+                args.layout,
+                args.options,
+                max_handover_wait,
+            )?)
+        };
         Ok(PyGenerator {
-            inner: Inner::Leased(leased),
+            inner,
             clock: None,
             issuing_generation: AtomicU64::new(fork::watch()),
         })
@@ -340,6 +371,7 @@ impl PyGenerator {
                 }
             }
             Inner::Leased(leased) => leased.next_id(py),
+            Inner::Healed(healed) => healed.next_id(py),
         }
     }
 
@@ -353,6 +385,7 @@ impl PyGenerator {
                 Ok(gen.next_id_at(now_ms).map_err(Refusal::from)?)
             }
             Inner::Leased(leased) => leased.next_id_at(py, time_arg(now_ms, "now_ms")?),
+            Inner::Healed(healed) => healed.next_id_at(py, time_arg(now_ms, "now_ms")?),
         }
     }
 
@@ -379,6 +412,7 @@ impl PyGenerator {
                 Some(func) => self.fill(py, gen, &PyClock::new(func.bind(py)), &mut out)?,
             },
             Inner::Leased(leased) => leased.fill(py, &mut out)?,
+            Inner::Healed(healed) => healed.fill(py, &mut out)?,
         }
         PyList::new(py, out)
     }
@@ -395,6 +429,7 @@ impl PyGenerator {
                 state_dict(py, &gen.state(), gen.layout())
             }
             Inner::Leased(leased) => state_dict(py, &leased.state(py)?, leased.layout()),
+            Inner::Healed(healed) => state_dict(py, &healed.state(py)?, healed.layout()),
         }
     }
 
@@ -408,6 +443,7 @@ impl PyGenerator {
                 Ok(())
             }
             Inner::Leased(leased) => leased.close(py),
+            Inner::Healed(healed) => healed.close(py),
         }
     }
 
@@ -428,6 +464,7 @@ impl PyGenerator {
         match &self.inner {
             Inner::Static(gen) => Ok(gen.worker_id()),
             Inner::Leased(leased) => leased.worker_id(py),
+            Inner::Healed(healed) => healed.worker_id(py),
         }
     }
 
@@ -449,7 +486,7 @@ impl PyGenerator {
                 } else {
                     "active"
                 };
-                stats_dict(py, false, Some(gen.worker_id()), state, None)
+                stats_dict(py, false, Some(gen.worker_id()), state, None, None)
             }
             Inner::Leased(leased) => match leased.lease_if_current() {
                 Some(lease) => {
@@ -460,10 +497,23 @@ impl PyGenerator {
                         Some(figures.worker_id),
                         figures.state,
                         Some(&figures),
+                        None,
                     )
                 }
                 // A forked child that has not leased its own worker id yet.
-                None => stats_dict(py, true, None, "forked", None),
+                None => stats_dict(py, true, None, "forked", None, None),
+            },
+            Inner::Healed(healed) => match healed.stats() {
+                Some((heal, lease)) => stats_dict(
+                    py,
+                    true,
+                    heal.worker_id,
+                    heal.state,
+                    lease.as_ref(),
+                    Some(&heal),
+                ),
+                // A forked child that has not opened its own yet.
+                None => stats_dict(py, true, None, "forked", None, Some(&HealStats::default())),
             },
         }
     }
@@ -474,6 +524,24 @@ impl PyGenerator {
         match &self.inner {
             Inner::Static(_) => None,
             Inner::Leased(leased) => Some(leased.coordinator()),
+            Inner::Healed(healed) => Some(healed.coordinator()),
+        }
+    }
+
+    /// Whether ids are issued now: False after `close()`, in a forked child for a fixed worker
+    /// id, while a leased generator has no valid lease (lost, or leasing again after a loss
+    /// with `heal=True`), and in a forked child that has not leased its own worker id yet
+    /// (its first call leases one). For a readiness probe; it never leases or waits.
+    #[getter]
+    fn is_active(&self) -> bool {
+        match &self.inner {
+            Inner::Static(_) => {
+                self.issuing_generation.load(Ordering::Relaxed) == fork::generation()
+            }
+            Inner::Leased(leased) => leased
+                .lease_if_current()
+                .is_some_and(|lease| lease.is_active()),
+            Inner::Healed(healed) => healed.is_active(),
         }
     }
 
@@ -517,8 +585,17 @@ impl PyGenerator {
                     .worker_id_if_current()
                     .map_or_else(|| "None".to_owned(), |id| id.to_string());
                 format!(
-                    "Generator.open({:?}, worker_id={worker}, layout={layout}, on_rollback={policy:?})",
+                    "Generator.open({:?}, worker_id={worker}, layout={layout}, on_rollback={policy:?}, heal=False)",
                     leased.coordinator(),
+                )
+            }
+            Inner::Healed(healed) => {
+                let worker = healed
+                    .worker_id_if_current()
+                    .map_or_else(|| "None".to_owned(), |id| id.to_string());
+                format!(
+                    "Generator.open({:?}, worker_id={worker}, layout={layout}, on_rollback={policy:?})",
+                    healed.coordinator(),
                 )
             }
         }
@@ -530,6 +607,7 @@ impl PyGenerator {
         match &self.inner {
             Inner::Static(gen) => gen.layout(),
             Inner::Leased(leased) => leased.layout(),
+            Inner::Healed(healed) => healed.layout(),
         }
     }
 
@@ -537,6 +615,7 @@ impl PyGenerator {
         match &self.inner {
             Inner::Static(gen) => gen.policy(),
             Inner::Leased(leased) => leased.policy(),
+            Inner::Healed(healed) => healed.policy(),
         }
     }
 
@@ -544,6 +623,7 @@ impl PyGenerator {
         match &self.inner {
             Inner::Static(gen) => gen.options(),
             Inner::Leased(leased) => leased.options(),
+            Inner::Healed(healed) => healed.options(),
         }
     }
 }
@@ -605,6 +685,7 @@ fn stats_dict<'py>(
     worker_id: Option<u64>,
     state: &str,
     lease: Option<&LeaseStats>,
+    heal: Option<&HealStats>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let counters = lease.map_or_else(LeaseCounters::default, |figures| figures.counters);
     let stats = PyDict::new(py);
@@ -623,5 +704,12 @@ fn stats_dict<'py>(
         lease.map_or(0, |f| f.reserved_until_ms),
     )?;
     stats.set_item("measured_skew_ms", lease.and_then(|f| f.measured_skew_ms))?;
+    let healing = heal.cloned().unwrap_or_default();
+    stats.set_item("heal", heal.is_some())?;
+    stats.set_item("losses", healing.losses)?;
+    stats.set_item("heals", healing.heals)?;
+    stats.set_item("heal_failures", healing.failed_attempts)?;
+    stats.set_item("last_loss", healing.last_loss)?;
+    stats.set_item("last_heal_error", healing.last_error)?;
     Ok(stats)
 }

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 mod args;
 mod errors;
 mod generator;
+mod healed;
 mod leased;
 mod parts;
 mod public;

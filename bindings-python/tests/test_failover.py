@@ -45,7 +45,9 @@ class PythonHolder(threading.Thread):
 
     def __init__(self, uri: str) -> None:
         super().__init__(daemon=True)
-        self.gen = Generator.open(uri)
+        # heal=False: this test is about the lease itself (what a newcomer on the promoted
+        # replica may reissue), not about leasing again once the primary is gone.
+        self.gen = Generator.open(uri, heal=False)
         self.ids = array("q")
         self.longest_call = 0.0
         self.refusals: dict[str, int] = {}

@@ -570,13 +570,14 @@ def test_postgres_fork_child_leases_over_its_own_connection(tmp_path: Path) -> N
 @pytest.mark.skipif(not PG_URL, reason="CLOCKFLAKE_PG_URL not set")
 def test_postgres_a_lease_taken_away_raises_lease_lost() -> None:
     """Another owner takes the row (as a rival would after an expiry): the next renewal matches
-    no row, and from then on every call raises LeaseLostError; the generator stays dead."""
+    no row, and from then on every call raises LeaseLostError; with heal=False the generator
+    stays dead (tests/test_heal_postgres.py: with the default, it leases again)."""
     import subprocess
 
     from clockflake import LeaseLostError
 
     app = f"python-lost-{os.getpid()}"
-    gen = Generator.open(f"{PG_URL}?app={app}&ttl=1s")
+    gen = Generator.open(f"{PG_URL}?app={app}&ttl=1s", heal=False)
     gen.next_id()
     psql = "/usr/lib/postgresql/15/bin/psql"
     subprocess.run(
@@ -697,7 +698,10 @@ def test_stats_of_a_leased_and_a_fixed_generator(tmp_path: Path) -> None:
         assert stats["renewals"] >= 2 and stats["clock_seq_switches"] == 1
         assert stats["deadline_in_ms"] is None  # file:// leases do not expire
         assert stats["reserved_until_ms"] > now
-    assert gen.stats()["state"] == "closed"
+        assert stats["heal"] is True and stats["losses"] == stats["heals"] == 0
+        assert gen.is_active
+    assert gen.stats()["state"] == "closed" and not gen.is_active
+    assert not Generator.open(f"file://{tmp_path}?app=stats", heal=False).stats()["heal"]
     fixed = Generator(worker_id=3)
     assert fixed.stats() == {
         "worker_id": 3,
@@ -712,7 +716,40 @@ def test_stats_of_a_leased_and_a_fixed_generator(tmp_path: Path) -> None:
         "deadline_in_ms": None,
         "reserved_until_ms": 0,
         "measured_skew_ms": None,
+        "heal": False,
+        "losses": 0,
+        "heals": 0,
+        "heal_failures": 0,
+        "last_loss": None,
+        "last_heal_error": None,
     }
+
+
+def test_heal_is_on_by_default_and_takes_a_bool(tmp_path: Path) -> None:
+    with (
+        Generator.open(uri(tmp_path)) as healing,
+        Generator.open(uri(tmp_path), heal=False) as not_,
+    ):
+        assert healing.stats()["heal"] is True and not_.stats()["heal"] is False
+        assert repr(not_).endswith(", heal=False)") and "heal=" not in repr(healing)
+        assert healing.is_active and not_.is_active
+        assert healing.next_id() > 0 and not_.next_id() > 0
+        assert healing.state()["worker_id"] == healing.worker_id
+    assert not healing.is_active and not not_.is_active
+    assert healing.worker_id != not_.worker_id  # the worker ids released, still readable
+    with pytest.raises(GeneratorClosedError):
+        healing.next_ids(3)
+    with pytest.raises(TypeError, match="heal: expected a bool"):
+        Generator.open(uri(tmp_path), heal="yes")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'heal'"):
+        Generator(worker_id=1, heal=True)  # type: ignore[call-arg]
+
+
+def test_is_active_of_a_fixed_generator() -> None:
+    gen = Generator(worker_id=1)
+    assert gen.is_active
+    gen.close()
+    assert not gen.is_active
 
 
 # --- the start-up clock check (max_skew) -----------------------------------------------------

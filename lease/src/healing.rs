@@ -189,9 +189,44 @@ impl HealingGenerator {
         self.with_lease(LeasedGenerator::next_id)
     }
 
+    /// [`HealingGenerator::next_id`], never waiting for the clock
+    /// ([`LeasedGenerator::try_next_id`]): where it would wait, it refuses with the time to
+    /// retry at.
+    pub fn try_next_id(&self) -> Result<u64, LeaseError> {
+        self.with_lease(LeasedGenerator::try_next_id)
+    }
+
     /// [`HealingGenerator::next_id`] at an explicit time (Unix ms), for tests.
     pub fn next_id_at(&self, now_ms: u64) -> Result<u64, LeaseError> {
         self.with_lease(|gen| gen.next_id_at(now_ms))
+    }
+
+    /// Up to `max_count` ids of one tick ([`LeasedGenerator::next_block`]); while no lease is
+    /// held, the retryable refusal of [`HealingGenerator::next_id`].
+    pub fn next_block(&self, max_count: u64) -> Result<clockflake::IdBlock, LeaseError> {
+        self.with_lease(|gen| gen.next_block(max_count))
+    }
+
+    /// The state of the lease held now ([`LeasedGenerator::state`]); while no lease is held,
+    /// the retryable refusal of [`HealingGenerator::next_id`].
+    pub fn state(&self) -> Result<clockflake::State, LeaseError> {
+        self.with_lease(|gen| Ok(gen.state()))
+    }
+
+    /// The figures of the lease held now ([`LeasedGenerator::stats`]: renewals, waits,
+    /// deadline); `None` while leasing again, or closed.
+    pub fn lease_stats(&self) -> Option<crate::LeaseStats> {
+        self.healing.read().as_ref().map(|gen| gen.stats())
+    }
+
+    /// The layout every lease of this generator uses.
+    pub fn layout(&self) -> &Layout {
+        &self.healing.layout
+    }
+
+    /// The options every lease of this generator is opened with.
+    pub fn options(&self) -> &LeaseOptions {
+        &self.healing.options
     }
 
     fn with_lease<T>(

@@ -79,6 +79,7 @@ class Generator:
         uri: str,
         *,
         max_handover_wait_ms: int | None = None,
+        heal: bool | None = True,
         worker_id: None = None,
         clock: None = None,
         **options: Unpack[_Options],
@@ -89,6 +90,7 @@ class Generator:
         uri: str,
         *,
         max_handover_wait_ms: int | None = None,
+        heal: bool | None = True,
         worker_id: None = None,
         clock: None = None,
         **options: Unpack[_Options],
@@ -121,6 +123,8 @@ class Generator:
     ) -> Literal[False]: ...
     @property
     def worker_id(self) -> int: ...
+    @property
+    def is_active(self) -> bool: ...
     def stats(self) -> GeneratorStats: ...
     @property
     def coordinator(self) -> str | None: ...

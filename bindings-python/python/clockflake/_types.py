@@ -49,7 +49,7 @@ class GeneratorStats(TypedDict):
     """What ``Generator.stats()`` returns: counters for metrics (slow paths only)."""
 
     worker_id: int | None
-    state: Literal["active", "lost", "closed", "forked"]
+    state: Literal["active", "healing", "lost", "closed", "forked"]
     leased: bool
     renewals: int
     renewal_failures: int
@@ -60,6 +60,14 @@ class GeneratorStats(TypedDict):
     deadline_in_ms: int | None
     reserved_until_ms: int
     measured_skew_ms: int | None
+    heal: bool
+    """Whether a lost lease is leased again (``Generator.open(uri, heal=True)``, the default)."""
+    losses: int
+    heals: int
+    heal_failures: int
+    """Failed attempts to lease again (each followed by a back-off: 100 ms doubling to 5 s)."""
+    last_loss: str | None
+    last_heal_error: str | None
 
 
 LayoutArg = str | LayoutSpec | LayoutInfo | None
