@@ -12,6 +12,8 @@
 #                      replica promoted after its primary is killed under load, a lock file
 #                      removed; about 40 s
 #   make lint-postgres-extension     rustfmt and clippy -D warnings
+#   make bench-postgres-extension    next_id() beside nextval() and gen_random_uuid() (pgbench, 1
+#                      and 8 clients), and inserts of 1 M rows keyed by each (tests/bench.sh)
 #   make dist-postgres-extension     dist/clockflake-postgresql15-VERSION-ARCH.tar.gz: the files
 #                      in the layout pg_config gives (usr/lib/postgresql/15/lib,
 #                      usr/share/postgresql/15/extension), to untar at /
@@ -34,7 +36,7 @@ PGEXT_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(PGEXT_DIR
 PGEXT_SQL := $(PGEXT_DIR)/sql/clockflake--$(PGEXT_VERSION).sql
 
 .PHONY: build-postgres-extension install-postgres-extension test-postgres-extension \
-  lint-postgres-extension dist-postgres-extension
+  lint-postgres-extension dist-postgres-extension bench-postgres-extension
 
 build-postgres-extension: setup-rust
 	cd $(PGEXT_DIR) && $(PGEXT_CARGO) build -q --release --locked
@@ -52,6 +54,9 @@ install-postgres-extension: build-postgres-extension
 
 test-postgres-extension: install-postgres-extension
 	bash $(PGEXT_DIR)/tests/run.sh
+
+bench-postgres-extension: install-postgres-extension
+	bash $(PGEXT_DIR)/tests/bench.sh
 
 # In the build's own target dir and profile: clippy then reuses its build scripts (pgrx's
 # bindings of PostgreSQL's headers, most of the build) and only checks the crates (cargo's lock
@@ -72,3 +77,4 @@ CHECK_TARGETS += lint-postgres-extension
 # libfaketime sets a restarted server's clock back (tests/run.sh).
 DEBIAN_PACKAGES += postgresql-15 postgresql-server-dev-15 libclang-dev faketime
 DIST_TARGETS += dist-postgres-extension
+BENCH_TARGETS += bench-postgres-extension

@@ -148,7 +148,7 @@ echo "== 3. a streaming standby refuses to issue ids"
 as_pg mkdir -p "$DIR/standby"
 free_port >"$DIR/standby/port"
 as_pg "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$(cat "$DIR/primary/port")" -U postgres \
-  -D "$DIR/standby/data" -R -X stream --no-sync
+  -D "$DIR/standby/data" -R -X stream --no-sync --checkpoint=fast
 start standby "$PRELOAD" -c hot_standby=on
 until [ "$(sql standby -At -c 'SELECT pg_is_in_recovery()')" = t ]; do sleep 0.2; done
 expect_error standby "SELECT clockflake.next_id()" 25006 "cannot issue ids during recovery"
@@ -294,7 +294,7 @@ sql primary -c "CREATE TABLE failover (id bigint PRIMARY KEY DEFAULT clockflake.
 as_pg mkdir -p "$DIR/replica"
 free_port >"$DIR/replica/port"
 as_pg "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$(cat "$DIR/primary/port")" -U postgres \
-  -D "$DIR/replica/data" -R -X stream --no-sync
+  -D "$DIR/replica/data" -R -X stream --no-sync --checkpoint=fast
 start replica "$LEASE" -c hot_standby=on
 until [ "$(sql replica -At -c 'SELECT pg_is_in_recovery()')" = t ]; do sleep 0.2; done
 if pgrep -P "$(head -1 "$DIR/replica/data/postmaster.pid")" -f 'clockflake lease' >/dev/null; then
