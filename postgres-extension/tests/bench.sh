@@ -24,7 +24,7 @@ as_pg "$PGBIN/initdb" -D "$DIR/data" -U postgres -A trust --no-sync >/dev/null
 as_pg "$PGBIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 -o "-c listen_addresses=127.0.0.1 \
   -p $PORT -c unix_socket_directories=$DIR -c shared_preload_libraries=clockflake \
   -c clockflake.lease='file://$DIR/leases?app=bench'" start >/dev/null
-sql() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres -d postgres "$@"; }
+sql() { PGOPTIONS='-c client_min_messages=warning' "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres -d postgres "$@"; }
 sql -c "CREATE EXTENSION clockflake" -c "CREATE SEQUENCE s"
 
 echo "SELECT, pgbench -M prepared, ${SECONDS_EACH} s each (transactions per second):"
@@ -43,13 +43,13 @@ done
 
 echo
 echo "INSERT of $ROWS rows in one statement:"
-printf '%-40s %10s %12s %12s\n' key "ms" "table" "index"
+printf '%-50s %10s %12s %12s\n' key "ms" "table" "index"
 for key in "bigint PRIMARY KEY DEFAULT clockflake.next_id()" "bigserial PRIMARY KEY" \
   "uuid PRIMARY KEY DEFAULT gen_random_uuid()"; do
   sql -c "DROP TABLE IF EXISTS t" -c "CREATE TABLE t (id $key, n integer NOT NULL)"
   ms=$(sql -At -c "\\timing on" -c "INSERT INTO t (n) SELECT g FROM generate_series(1, $ROWS) AS g" \
     | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p')
-  sizes=$(sql -At -F ' ' -c "SELECT pg_size_pretty(pg_table_size('t')),
-    pg_size_pretty(pg_indexes_size('t'))")
-  printf '%-40s %10s %12s %12s\n' "${key%% PRIMARY*}" "${ms%.*}" ${sizes}
+  table=$(sql -At -c "SELECT pg_size_pretty(pg_table_size('t'))")
+  index=$(sql -At -c "SELECT pg_size_pretty(pg_indexes_size('t'))")
+  printf '%-50s %10s %12s %12s\n' "$key" "${ms%.*}" "$table" "$index"
 done
