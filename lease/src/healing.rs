@@ -92,6 +92,8 @@ struct Notes {
     last_error: Option<String>,
     /// When the next attempt starts, Unix ms (0: one is under way, or none is due).
     next_attempt_ms: u64,
+    /// The counters of the leases given up so far (lost, then closed).
+    retired: crate::LeaseCounters,
 }
 
 struct Healing {
@@ -219,6 +221,32 @@ impl HealingGenerator {
         self.healing.read().as_ref().map(|gen| gen.stats())
     }
 
+    /// The counters of every lease this generator has held (those lost and given back, and the
+    /// one held now), so that totals survive leasing again.
+    pub fn counters(&self) -> crate::LeaseCounters {
+        let current = self.healing.read().as_ref().map(|gen| gen.stats().counters);
+        let mut counters = lock(&self.healing.notes).retired;
+        if let Some(current) = current {
+            counters += current;
+        }
+        counters
+    }
+
+    /// [`HealingGenerator::next_block`], never waiting for the clock
+    /// ([`LeasedGenerator::try_next_block`]).
+    pub fn try_next_block(&self, max_count: u64) -> Result<clockflake::IdBlock, LeaseError> {
+        self.with_lease(|gen| gen.try_next_block(max_count))
+    }
+
+    /// The time on the clock of the lease held ([`LeasedGenerator::now_ms`]), the system's
+    /// wall clock while none is held: what retry times are to be compared with.
+    pub fn now_ms(&self) -> u64 {
+        self.healing
+            .read()
+            .as_ref()
+            .map_or_else(crate::wall_ms, |gen| gen.now_ms())
+    }
+
     /// The layout every lease of this generator uses.
     pub fn layout(&self) -> &Layout {
         &self.healing.layout
@@ -297,7 +325,11 @@ impl HealingGenerator {
         }
         let held = self.healing.write().take();
         match held {
-            Some(gen) => gen.close(),
+            Some(gen) => {
+                let closed = gen.close();
+                lock(&self.healing.notes).retired += gen.stats().counters;
+                closed
+            }
             None => Ok(()),
         }
     }
@@ -406,6 +438,7 @@ impl Healing {
         let lost = self.write().take();
         if let Some(lost) = lost {
             let _ = lost.close();
+            lock(&self.notes).retired += lost.stats().counters;
         }
         let mut backoff = FIRST_BACKOFF;
         loop {

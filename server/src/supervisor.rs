@@ -1,12 +1,18 @@
-//! The leased generator and the task that keeps one: it leases at start, notices a lost lease,
-//! and leases again with backoff. Every coordinator call runs in `spawn_blocking`.
+//! The leased generator and the task that takes the first one: it leases at start (again with
+//! backoff while the coordinator refuses or the clock is outside the layout's lifetime). The
+//! lease is the lease crate's [`HealingGenerator`], which leases again by itself after a loss
+//! (with the same backoff), refusing ids meanwhile with a retryable `COORDINATOR_UNAVAILABLE`:
+//! the one mechanism every embedding application uses. Every coordinator call runs in
+//! `spawn_blocking` (or on the lease crate's own threads).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use clockflake::Layout;
-use clockflake_lease::{LeaseCounters, LeaseError, LeaseOptions, LeaseStats, LeasedGenerator};
+use clockflake_lease::{
+    HealEvent, HealingGenerator, LeaseCounters, LeaseError, LeaseOptions, LeaseStats,
+};
 use tokio::sync::Notify;
 
 use axum::http::StatusCode;
@@ -14,11 +20,10 @@ use axum::http::StatusCode;
 use crate::error::ApiError;
 use crate::telemetry::Telemetry;
 
-/// How often the supervisor looks at the lease when nothing wakes it.
-const LOOK_INTERVAL: Duration = Duration::from_millis(50);
-/// First and longest pause between failed attempts to lease.
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// First and longest pause between failed attempts to lease: the lease crate's, which it
+/// also uses to lease again after a loss.
+const FIRST_BACKOFF: Duration = clockflake_lease::FIRST_BACKOFF;
+const MAX_BACKOFF: Duration = clockflake_lease::MAX_BACKOFF;
 /// How often the clock is looked at again while it is outside the layout's lifetime (before
 /// its epoch, or past its last tick). No coordinator is asked meanwhile.
 const CLOCK_RECHECK: Duration = Duration::from_secs(1);
@@ -26,7 +31,8 @@ const CLOCK_RECHECK: Duration = Duration::from_secs(1);
 /// What the lease looks like now, for `/readyz` and `/metrics`.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
-    /// `active`, `lost`, `closed`, `forked` (the generator's), or `leasing` (none held).
+    /// `active`, `lost`, `closed`, `forked` (the lease's), or `leasing` (none held: not yet,
+    /// or leasing again after a loss).
     pub state: &'static str,
     pub ready: bool,
     pub worker_id: Option<u64>,
@@ -51,14 +57,15 @@ pub struct Supervisor {
     layout: Layout,
     options: LeaseOptions,
     ready_margin_ms: u64,
-    current: RwLock<Option<Arc<LeasedGenerator>>>,
-    retired: Mutex<LeaseCounters>,
-    /// Why no lease is held (the last failed attempt, the lost lease, or the clock).
-    last_error: Mutex<Option<LeaseError>>,
+    /// The generator, once the first lease is taken; it heals by itself from then on.
+    current: RwLock<Option<Arc<HealingGenerator>>>,
+    /// Why no lease is held (the last failed attempt, the lost lease, or the clock); shared
+    /// with the healing generator's event callback.
+    last_error: Arc<Mutex<Option<LeaseError>>>,
     /// When the supervisor tries to lease next, Unix ms (0: not scheduled).
     next_attempt_ms: AtomicU64,
+    /// First leases taken (0 or 1; the healing generator counts the leases taken again).
     leases: AtomicU64,
-    leases_lost: AtomicU64,
     stopping: AtomicBool,
     wake: Notify,
 }
@@ -88,11 +95,9 @@ impl Supervisor {
             options,
             ready_margin_ms: u64::try_from(ready_margin.as_millis()).unwrap_or(u64::MAX),
             current: RwLock::new(None),
-            retired: Mutex::new(LeaseCounters::default()),
-            last_error: Mutex::new(None),
+            last_error: Arc::new(Mutex::new(None)),
             next_attempt_ms: AtomicU64::new(0),
             leases: AtomicU64::new(0),
-            leases_lost: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
             wake: Notify::new(),
         }
@@ -105,8 +110,9 @@ impl Supervisor {
     /// The generator to take ids from, or why there is none, with its own code: the clock
     /// outside the layout's lifetime (`EPOCH_IN_FUTURE`, `TIMESTAMP_EXHAUSTED`), or the last
     /// attempt's refusal (`COORDINATOR_UNAVAILABLE`, `WORKER_POOL_EXHAUSTED`, `CLOCK_SKEW`,
-    /// ...) with `retryAtMs` at the next attempt, or `LEASE_LOST` while leasing again.
-    pub fn generator(&self) -> Result<Arc<LeasedGenerator>, ApiError> {
+    /// ...) with `retryAtMs` at the next attempt. Once a lease was taken, the healing
+    /// generator itself (it refuses with `COORDINATOR_UNAVAILABLE` while leasing again).
+    pub fn generator(&self) -> Result<Arc<HealingGenerator>, ApiError> {
         if let Some(gen) = read(&self.current).as_ref() {
             return Ok(Arc::clone(gen));
         }
@@ -169,16 +175,11 @@ impl Supervisor {
         }
     }
 
-    /// Asks the supervisor to look at the lease now (an id call saw `LEASE_LOST`).
-    pub fn poke(&self) {
-        self.wake.notify_one();
-    }
-
     /// Leases once, in the caller's thread (start-up): a configuration error fails at once.
     /// A configuration error (a bad URI, a layout the coordinator cannot serve) comes first;
     /// then a clock outside the layout's lifetime is the reason given.
     pub fn lease_blocking(&self) -> Result<(), LeaseError> {
-        match clockflake_lease::open(&self.uri, self.layout, self.options.clone()) {
+        match self.open() {
             Ok(gen) => {
                 self.install(gen);
                 Ok(())
@@ -194,7 +195,40 @@ impl Supervisor {
         }
     }
 
-    fn install(&self, gen: LeasedGenerator) {
+    /// A healing generator on the lease, whose events are logged, counted and kept as the
+    /// reason no lease is held.
+    fn open(&self) -> Result<HealingGenerator, LeaseError> {
+        let last_error = Arc::clone(&self.last_error);
+        HealingGenerator::open_with_events(
+            &self.uri,
+            self.layout,
+            self.options.clone(),
+            move |event| match event {
+                HealEvent::Lost { worker_id, reason } => {
+                    tracing::warn!(
+                        ?worker_id,
+                        reason,
+                        "lease lost: refusing ids and leasing again"
+                    );
+                    *lock(&last_error) = Some(LeaseError::LeaseLost {
+                        reason: reason.clone(),
+                    });
+                }
+                HealEvent::AttemptFailed { error, retry_in } => {
+                    Telemetry::open_failure(error.code());
+                    tracing::warn!(code = error.code(), %error, backoff = ?retry_in, "leasing failed; retrying");
+                    *lock(&last_error) = Some(error.clone());
+                }
+                HealEvent::Healed { worker_id } => {
+                    tracing::info!(worker_id, "leased a worker id");
+                    *lock(&last_error) = None;
+                }
+                _ => {}
+            },
+        )
+    }
+
+    fn install(&self, gen: HealingGenerator) {
         tracing::info!(
             worker_id = gen.worker_id(),
             coordinator = gen.coordinator(),
@@ -206,58 +240,29 @@ impl Supervisor {
         *write(&self.current) = Some(Arc::new(gen));
     }
 
-    /// Takes the generator out and closes it (stores the state, releases the worker id),
-    /// adding its counters to the totals.
+    /// Closes the generator (stores the state, releases the worker id, stops healing); it
+    /// stays in place, refusing with `GENERATOR_CLOSED`, for its counters.
     async fn retire(self: &Arc<Self>) {
-        let Some(gen) = write(&self.current).take() else {
+        let Some(gen) = read(&self.current).clone() else {
             return;
         };
-        let this = Arc::clone(self);
         let _ = tokio::task::spawn_blocking(move || {
             // Requests still holding the Arc finish first; close refuses them from then on.
-            let result = gen.close();
-            *lock(&this.retired) += gen.stats().counters;
-            match result {
-                Ok(()) => tracing::info!(worker_id = gen.worker_id(), "lease closed"),
-                Err(error) => tracing::warn!(worker_id = gen.worker_id(), %error, "lease close"),
+            let worker_id = gen.worker_id();
+            match gen.close() {
+                Ok(()) => tracing::info!(?worker_id, "lease closed"),
+                Err(error) => tracing::warn!(?worker_id, %error, "lease close"),
             }
         })
         .await;
     }
 
-    /// Keeps a lease until `stop` resolves (or `close` is called).
+    /// Takes the first lease (unless [`Supervisor::lease_blocking`] did), retrying with
+    /// backoff, until one is held or `stop` is called; the healing generator keeps it from
+    /// then on.
     pub async fn run(self: Arc<Self>) {
         let mut backoff = FIRST_BACKOFF;
-        while !self.stopping.load(Ordering::Acquire) {
-            let held = read(&self.current).clone();
-            match held {
-                Some(gen) if gen.is_active() => {
-                    backoff = FIRST_BACKOFF;
-                    tokio::select! {
-                        () = tokio::time::sleep(LOOK_INTERVAL) => {}
-                        () = self.wake.notified() => {}
-                    }
-                    continue;
-                }
-                Some(gen) => {
-                    let state = gen.stats().state;
-                    self.leases_lost.fetch_add(1, Ordering::Relaxed);
-                    *lock(&self.last_error) = Some(LeaseError::LeaseLost {
-                        reason: format!("worker id {} lease {state}", gen.worker_id()),
-                    });
-                    tracing::warn!(
-                        worker_id = gen.worker_id(),
-                        state,
-                        "lease lost: refusing ids and leasing again"
-                    );
-                    drop(gen);
-                    self.retire().await;
-                }
-                None => {}
-            }
-            if self.stopping.load(Ordering::Acquire) {
-                break;
-            }
+        while !self.stopping.load(Ordering::Acquire) && read(&self.current).is_none() {
             if self.clock_usable().is_err() {
                 self.schedule(CLOCK_RECHECK);
                 tokio::select! {
@@ -267,10 +272,7 @@ impl Supervisor {
                 continue;
             }
             let this = Arc::clone(&self);
-            let opened = tokio::task::spawn_blocking(move || {
-                clockflake_lease::open(&this.uri, this.layout, this.options.clone())
-            })
-            .await;
+            let opened = tokio::task::spawn_blocking(move || this.open()).await;
             match opened {
                 Ok(Ok(gen)) => {
                     if self.stopping.load(Ordering::Acquire) {
@@ -278,7 +280,6 @@ impl Supervisor {
                         break;
                     }
                     self.install(gen);
-                    backoff = FIRST_BACKOFF;
                 }
                 Ok(Err(error)) => {
                     Telemetry::open_failure(error.code());
@@ -322,11 +323,11 @@ impl Supervisor {
 
     pub fn snapshot(&self) -> Snapshot {
         let gen = read(&self.current).clone();
-        let stats = gen.as_ref().map(|gen| gen.stats());
-        let mut totals = *lock(&self.retired);
-        if let Some(stats) = &stats {
-            totals += stats.counters;
-        }
+        let heal = gen.as_ref().map(|gen| gen.stats());
+        let stats = gen.as_ref().and_then(|gen| gen.lease_stats());
+        let totals = gen
+            .as_ref()
+            .map_or_else(LeaseCounters::default, |gen| gen.counters());
         let active = gen.as_ref().is_some_and(|gen| gen.is_active());
         let deadline_in_ms = stats.as_ref().and_then(|s| s.deadline_in_ms);
         let clock = self.layout.check_time(clockflake_lease::wall_ms());
@@ -335,15 +336,20 @@ impl Supervisor {
             && clock_in_range
             && !self.stopping.load(Ordering::Acquire)
             && deadline_in_ms.is_none_or(|ms| ms > self.ready_margin_ms);
+        let state = match (&heal, &stats) {
+            (Some(heal), _) if heal.state == "closed" => "closed",
+            (_, Some(stats)) => stats.state,
+            _ => "leasing",
+        };
         Snapshot {
-            state: stats.as_ref().map_or("leasing", |s| s.state),
+            state,
             ready,
-            worker_id: gen.as_ref().map(|gen| gen.worker_id()),
+            worker_id: gen.as_ref().and_then(|gen| gen.worker_id()),
             deadline_in_ms,
             stats,
             totals,
-            leases: self.leases.load(Ordering::Relaxed),
-            leases_lost: self.leases_lost.load(Ordering::Relaxed),
+            leases: self.leases.load(Ordering::Relaxed) + heal.as_ref().map_or(0, |h| h.heals),
+            leases_lost: heal.as_ref().map_or(0, |h| h.losses),
             clock_in_range,
             worker_ids: self.layout.max_worker_id().saturating_add(1),
             // The clock out of range is the reason, also while a lease is still held.

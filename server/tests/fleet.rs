@@ -319,7 +319,12 @@ fn fleet(name: &str, lease: impl Fn(&str) -> String, rival_takes_frozen_worker: 
     } else {
         eprintln!("{name}: the frozen server leased {leases} times (a later lease was lost under load too); uniqueness checked only");
     }
-    // ...it answered 503 after the thaw until it had a new lease, and turned unready.
+    // ...it noticed the loss and leased again by itself (the lease crate's HealingGenerator):
+    // while it held no valid lease it refused with the retryable COORDINATOR_UNAVAILABLE and a
+    // retry time, never LEASE_LOST (which the server's own supervisor used to answer while it
+    // leased again). How many requests meet that window after the thaw is a race: the heal
+    // takes tens of ms, and a batch request waits it out (its refusal is retryable within the
+    // request's 10 s), so refusals and red /readyz after the thaw are reported, not required.
     let refused_after = seen[0]
         .refusals
         .iter()
@@ -329,8 +334,13 @@ fn fleet(name: &str, lease: impl Fn(&str) -> String, rival_takes_frozen_worker: 
         .iter()
         .filter(|(at, status)| *at >= thawed_at && *status == 503)
         .count();
-    assert!(refused_after >= 1, "{name}: no 503 after the thaw");
-    assert!(red_after >= 1, "{name}: /readyz never red after the thaw");
+    for (at, status, code) in &seen[0].refusals {
+        assert_eq!(
+            (*status, code.as_str()),
+            (503, "COORDINATOR_UNAVAILABLE"),
+            "{name}: the frozen server refused at {at} (thawed at {thawed_at})"
+        );
+    }
     // The metric counts every lost lease: one, or more when a later lease was lost under load
     // too (as /readyz says).
     let lost = frozen.readiness().1["leasesLost"].as_u64().unwrap();

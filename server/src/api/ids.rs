@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use clockflake_lease::{LeaseError, LeasedGenerator};
+use clockflake_lease::{HealingGenerator, LeaseError};
 
 use super::app::{App, Shared};
 use super::input::query_value;
@@ -26,9 +26,9 @@ const MAX_SPIN: Duration = Duration::from_millis(50);
 /// sleeping (never blocking the runtime) until each refusal's retry time.
 async fn with_retries<T>(
     app: &App,
-    gen: &LeasedGenerator,
+    gen: &HealingGenerator,
     deadline: Instant,
-    mut take: impl FnMut(&LeasedGenerator) -> Result<T, LeaseError>,
+    mut take: impl FnMut(&HealingGenerator) -> Result<T, LeaseError>,
 ) -> Result<T, ApiError> {
     // Spinning (yielding to other tasks) for the next tick is bounded per request.
     let spin_until = Instant::now() + MAX_SPIN;
@@ -38,9 +38,6 @@ async fn with_retries<T>(
             Err(error) => error,
         };
         let Some(retry_at_ms) = error.retry_at_ms() else {
-            if ends_the_generator(&error) {
-                app.supervisor.poke();
-            }
             return Err(error.into());
         };
         let wait_ms = retry_at_ms.saturating_sub(gen.now_ms());
@@ -58,18 +55,6 @@ async fn with_retries<T>(
     }
 }
 
-/// Whether `error` says this generator issues no more ids (`LEASE_LOST`, `GENERATOR_CLOSED`),
-/// so the supervisor should lease again now rather than at its next look. The lease crate
-/// reports both as its own variants; core's are matched too, should one pass through.
-fn ends_the_generator(error: &LeaseError) -> bool {
-    matches!(
-        error,
-        LeaseError::LeaseLost { .. }
-            | LeaseError::Closed
-            | LeaseError::Core(clockflake::Error::LeaseLost | clockflake::Error::GeneratorClosed)
-    )
-}
-
 fn push_id(out: &mut Vec<u8>, id: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
 }
@@ -77,7 +62,7 @@ fn push_id(out: &mut Vec<u8>, id: u64) {
 pub(super) async fn get_id(State(app): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
     let gen = app.supervisor.generator()?;
     let deadline = Instant::now() + ID_WAIT;
-    let id = with_retries(&app, &gen, deadline, LeasedGenerator::try_next_id).await?;
+    let id = with_retries(&app, &gen, deadline, HealingGenerator::try_next_id).await?;
     app.ids_issued.fetch_add(1, Ordering::Relaxed);
     let mut body = Vec::with_capacity(32);
     if wants_text(&headers) {
@@ -162,30 +147,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use axum::http::StatusCode;
 
-    use clockflake_lease::LeaseError;
-
-    use super::{ends_the_generator, parse_count};
+    use super::parse_count;
     use crate::error::codes;
-
-    #[test]
-    fn lost_and_closed_end_the_generator_by_variant() {
-        let lost = LeaseError::LeaseLost {
-            reason: String::new(),
-        };
-        let ending = [
-            lost,
-            LeaseError::Closed,
-            LeaseError::Core(clockflake::Error::LeaseLost),
-            LeaseError::Core(clockflake::Error::GeneratorClosed),
-        ];
-        for error in &ending {
-            assert!(ends_the_generator(error), "{error:?}");
-            assert!(matches!(error.code(), "LEASE_LOST" | "GENERATOR_CLOSED"));
-        }
-        for error in &LeaseError::EXAMPLES {
-            assert!(!ends_the_generator(error), "{error:?}");
-        }
-    }
 
     #[test]
     fn counts() {
