@@ -745,6 +745,48 @@ def test_heal_is_on_by_default_and_takes_a_bool(tmp_path: Path) -> None:
         Generator(worker_id=1, heal=True)  # type: ignore[call-arg]
 
 
+@pytest.mark.parametrize("heal", [True, False])
+def test_a_lease_lost_to_a_removed_lock_file_heals_unless_heal_is_false(
+    tmp_path: Path, heal: bool
+) -> None:
+    """The lock file removed while held (a newcomer then takes its worker id): the lease is lost
+    at its next renewal. With heal=True the generator refuses with the retryable
+    CoordinatorUnavailableError meanwhile and leases another worker id by itself; with
+    heal=False it raises LeaseLostError from then on. No id repeats either way."""
+    gen = Generator.open(uri(tmp_path), heal=heal)
+    ids = gen.next_ids(1000)
+    (tmp_path / "orders" / "worker-0.lock").unlink()
+    newcomer = Generator.open(uri(tmp_path), heal=False)
+    assert newcomer.worker_id == 0
+    refusals: list[clockflake.ClockflakeError] = []
+    deadline = time.monotonic() + 5
+    # Until healed (heal=True), or refused 50 times (heal=False: it stays dead).
+    while time.monotonic() < deadline and not (
+        (refusals and gen.is_active) or (not heal and len(refusals) >= 50)
+    ):
+        try:
+            ids.append(gen.next_id())
+        except clockflake.ClockflakeError as error:
+            refusals.append(error)
+        time.sleep(0.002)
+    assert refusals, "the lease was never lost"
+    if heal:
+        assert gen.is_active and gen.worker_id == 1
+        for error in refusals:
+            assert isinstance(error, clockflake.CoordinatorUnavailableError), repr(error)
+            assert error.retry_at_ms is not None
+        stats = gen.stats()
+        assert stats["state"] == "active" and (stats["losses"], stats["heals"]) == (1, 1)
+        ids += gen.next_ids(1000)
+    else:
+        assert not gen.is_active and gen.stats()["state"] == "lost"
+        assert all(isinstance(error, clockflake.LeaseLostError) for error in refusals)
+    ids += newcomer.next_ids(1000)
+    assert len(set(ids)) == len(ids)
+    newcomer.close()
+    gen.close()
+
+
 def test_is_active_of_a_fixed_generator() -> None:
     gen = Generator(worker_id=1)
     assert gen.is_active

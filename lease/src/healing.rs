@@ -495,3 +495,57 @@ impl Healing {
         lock(&self.notes).healing = false;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A `file://` lease whose lock file is removed (as an operator or a clean-up job might)
+    /// is lost at its next renewal: the generator heals onto another worker id (a newcomer
+    /// holds the old one), and its counters keep the lost lease's.
+    #[test]
+    fn counters_survive_a_heal() {
+        let dir = std::env::temp_dir().join(format!("clockflake-heal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let uri = format!("file://{}?app=heal", dir.display());
+        let gen = HealingGenerator::open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+        assert_eq!(gen.worker_id(), Some(0));
+        let mut ids: Vec<u64> = (0..1000).map(|_| gen.next_id().unwrap()).collect();
+        let before = gen.counters();
+        assert!(before.renewals >= 1, "{before:?}");
+        std::fs::remove_file(dir.join("heal").join("worker-0.lock")).unwrap();
+        let newcomer = crate::open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+        assert_eq!(newcomer.worker_id(), 0);
+        let until = Instant::now() + Duration::from_secs(10);
+        while gen.stats().heals == 0 {
+            assert!(Instant::now() < until, "not healed: {:?}", gen.stats());
+            if let Ok(id) = gen.next_id() {
+                ids.push(id);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(gen.worker_id(), Some(1));
+        ids.extend((0..1000).map(|_| gen.next_id().unwrap()));
+        ids.extend((0..1000).map(|_| newcomer.next_id().unwrap()));
+        let after = gen.counters();
+        let held_now = gen.lease_stats().unwrap().counters;
+        assert!(
+            after.renewals >= before.renewals + held_now.renewals,
+            "{before:?} then {after:?} (now held: {held_now:?})"
+        );
+        let stats = gen.stats();
+        assert_eq!((stats.losses, stats.heals), (1, 1), "{stats:?}");
+        let count = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), count, "a duplicate id");
+        gen.close().unwrap();
+        newcomer.close().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
