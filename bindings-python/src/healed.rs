@@ -10,10 +10,50 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use clockflake::{Layout, Options, Policy, State};
-use clockflake_lease::{fork, HealStats, HealingGenerator, LeaseError, LeaseOptions, LeaseStats};
+use clockflake_lease::{
+    fork, HealEvent, HealStats, HealingGenerator, LeaseError, LeaseOptions, LeaseStats,
+};
 use pyo3::prelude::*;
 
 use crate::errors::Refusal;
+
+/// A healing generator whose events become log lines (`clockflake._heal._log_event`).
+fn open_logged(
+    uri: &str,
+    layout: Layout,
+    options: &LeaseOptions,
+) -> Result<HealingGenerator, LeaseError> {
+    let coordinator = clockflake_lease::redact(uri);
+    HealingGenerator::open_with_events(uri, layout, options.clone(), move |event| {
+        log_event(&coordinator, event);
+    })
+}
+
+/// Hands `event` to the `clockflake` logger, from the thread where it happened (no lock held;
+/// the GIL taken for the call). Skipped while the interpreter shuts down; an exception raised
+/// by a log handler is reported as unraisable, never carried further.
+fn log_event(coordinator: &str, event: &HealEvent) {
+    let (kind, worker_id, detail, retry_in_ms) = match event {
+        HealEvent::Lost { worker_id, reason } => ("lost", *worker_id, reason.clone(), None),
+        HealEvent::AttemptFailed { error, retry_in } => (
+            "attempt_failed",
+            None,
+            error.to_string(),
+            Some(u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX)),
+        ),
+        HealEvent::Healed { worker_id } => ("healed", Some(*worker_id), String::new(), None),
+        _ => return,
+    };
+    let _ = Python::try_attach(|py| {
+        let logged = py
+            .import("clockflake._heal")
+            .and_then(|module| module.getattr("_log_event"))
+            .and_then(|log| log.call1((kind, coordinator, worker_id, detail, retry_in_ms)));
+        if let Err(error) = logged {
+            error.write_unraisable(py, None);
+        }
+    });
+}
 
 /// A generator whose lease heals.
 pub struct Healed {
@@ -49,7 +89,7 @@ impl Healed {
     ) -> PyResult<Healed> {
         let generation = fork::watch();
         let original = py
-            .detach(|| HealingGenerator::open(&uri, layout, options.clone()))
+            .detach(|| open_logged(&uri, layout, &options))
             .map_err(Refusal::from)?;
         Ok(Healed {
             coordinator: original.coordinator().to_owned(),
@@ -94,11 +134,7 @@ impl Healed {
             if let Some(gen) = self.current_if_any() {
                 return Ok(gen);
             }
-            let opened = Arc::new(HealingGenerator::open(
-                &self.uri,
-                self.layout,
-                self.options.clone(),
-            )?);
+            let opened = Arc::new(open_logged(&self.uri, self.layout, &self.options)?);
             let mut slot = self.child.lock().unwrap_or_else(PoisonError::into_inner);
             // An ancestor's (a fork of a child): never touched here, never dropped.
             if let Some((_, inherited)) = slot.replace((generation, Arc::clone(&opened))) {

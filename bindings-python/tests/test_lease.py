@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import fcntl
 import json
+import logging
 import multiprocessing
 import os
 import pickle
@@ -747,12 +748,14 @@ def test_heal_is_on_by_default_and_takes_a_bool(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("heal", [True, False])
 def test_a_lease_lost_to_a_removed_lock_file_heals_unless_heal_is_false(
-    tmp_path: Path, heal: bool
+    tmp_path: Path, heal: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The lock file removed while held (a newcomer then takes its worker id): the lease is lost
     at its next renewal. With heal=True the generator refuses with the retryable
     CoordinatorUnavailableError meanwhile and leases another worker id by itself; with
-    heal=False it raises LeaseLostError from then on. No id repeats either way."""
+    heal=False it raises LeaseLostError from then on. No id repeats either way. The healing
+    generator says so on the clockflake logger."""
+    caplog.set_level(logging.INFO, logger="clockflake")
     gen = Generator.open(uri(tmp_path), heal=heal)
     ids = gen.next_ids(1000)
     (tmp_path / "orders" / "worker-0.lock").unlink()
@@ -778,9 +781,13 @@ def test_a_lease_lost_to_a_removed_lock_file_heals_unless_heal_is_false(
         stats = gen.stats()
         assert stats["state"] == "active" and (stats["losses"], stats["heals"]) == (1, 1)
         ids += gen.next_ids(1000)
+        events = [(r.levelname, r.clockflake_event, r.worker_id) for r in caplog.records]
+        assert events == [("WARNING", "lost", 0), ("INFO", "healed", 1)], caplog.text
+        assert "was removed or replaced" in caplog.records[0].getMessage()
     else:
         assert not gen.is_active and gen.stats()["state"] == "lost"
         assert all(isinstance(error, clockflake.LeaseLostError) for error in refusals)
+        assert not caplog.records
     ids += newcomer.next_ids(1000)
     assert len(set(ids)) == len(ids)
     newcomer.close()
