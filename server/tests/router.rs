@@ -332,6 +332,75 @@ fn hex(text: &str) -> [u8; 16] {
     key
 }
 
+/// A lost lease heals through the lease crate's HealingGenerator: the lock file removed while
+/// held (a newcomer takes its worker id), the server leases another worker id by itself, with
+/// no refusal other than the retryable COORDINATOR_UNAVAILABLE meanwhile, and /readyz and the
+/// metrics count the loss and the new lease.
+#[tokio::test]
+async fn a_lost_lease_heals_and_readiness_and_metrics_say_so() {
+    let server = Service::start("heal", &[], PublicSettings::default()).await;
+    assert_eq!(server.get("/readyz").await.json()["workerId"], 0);
+    std::fs::remove_file(server.lock_file(0)).unwrap();
+    let lease = format!(
+        "file://{}?app=router",
+        server
+            .lock_file(0)
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .display()
+    );
+    let newcomer = tokio::task::spawn_blocking(move || {
+        clockflake_lease::open(&lease, clockflake::Layout::CLOCKSEQ, Default::default())
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(newcomer.worker_id(), 0);
+    let mut ids = Vec::new();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let ready = loop {
+        let reply = server.get("/v1/id").await;
+        match reply.status {
+            200 => ids.push(reply.json()["id"].as_str().unwrap().parse::<u64>().unwrap()),
+            _ => {
+                reply.assert_error(503, "COORDINATOR_UNAVAILABLE");
+            }
+        }
+        let ready = server.get("/readyz").await;
+        let body = ready.json();
+        if ready.status == 200 && body["leases"] == 2 {
+            break body;
+        }
+        assert!(std::time::Instant::now() < until, "not healed: {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    };
+    assert_eq!(ready["state"], "active");
+    assert_eq!(ready["workerId"], 1);
+    assert_eq!(ready["leasesLost"], 1);
+    assert_eq!(ready["lastError"], serde_json::Value::Null);
+    let metrics = server.get("/metrics").await.body;
+    assert!(
+        metrics.contains("clockflake_leases_lost_total 1\n"),
+        "{metrics}"
+    );
+    for _ in 0..100 {
+        let id = server.get("/v1/id").await.json()["id"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        ids.push(id);
+    }
+    ids.extend((0..100).map(|_| newcomer.next_id().unwrap()));
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "a duplicate id");
+    newcomer.close().unwrap();
+}
+
 #[tokio::test]
 async fn service_routes_and_http_errors() {
     let server = Service::start("service", &[], PublicSettings::default()).await;

@@ -71,6 +71,13 @@ impl Service {
         }
     }
 
+    /// The lock file of `worker_id` in the lease's directory (app `router`).
+    pub fn lock_file(&self, worker_id: u64) -> std::path::PathBuf {
+        self._dir
+            .join("router")
+            .join(format!("worker-{worker_id}.lock"))
+    }
+
     /// `request`'s response, read whole.
     pub async fn send(&self, request: Request<Body>) -> Reply {
         let response = self.router.clone().oneshot(request).await.unwrap();
