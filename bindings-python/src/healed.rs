@@ -8,6 +8,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use clockflake::{Layout, Options, Policy, State};
 use clockflake_lease::{
@@ -67,9 +68,11 @@ pub struct Healed {
     original: Option<Arc<HealingGenerator>>,
     /// In a forked child: the child's own, with the fork generation it was opened in.
     child: Mutex<Option<(u64, Arc<HealingGenerator>)>>,
-    /// Held (without the GIL) by the one thread of a forked child that opens the child's own:
-    /// the others wait for it, so that a child leases one worker id, not one per thread.
-    opening: Mutex<()>,
+    /// The fork generation a thread is opening the process's own generator for (0: none): one
+    /// thread of a forked child opens it, the others wait for it, so that a child leases one
+    /// worker id, not one per thread. A claim copied from an ancestor (a fork while one of its
+    /// threads was opening) carries an older generation and is taken over, never waited on.
+    claim: AtomicU64,
     /// `close()` was called in this process (or before the fork that made it).
     closed: AtomicBool,
     /// The worker id held when `close()` was called (`NONE`: none), for `gen.worker_id`.
@@ -99,7 +102,7 @@ impl Healed {
             generation,
             original: Some(Arc::new(original)),
             child: Mutex::new(None),
-            opening: Mutex::new(()),
+            claim: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             closed_worker_id: AtomicU64::new(NONE),
         })
@@ -126,23 +129,53 @@ impl Healed {
         if let Some(gen) = self.current_if_any() {
             return Ok(gen);
         }
-        // A forked child: one thread opens its own (the others wait for it, then take it),
-        // without the GIL, and without holding the slot's lock during the I/O.
+        // A forked child: one thread opens its own (the others pause, checking for signals,
+        // until it has), without the GIL, and without holding the slot's lock during the I/O.
         let generation = fork::generation();
-        let opened = py.detach(|| {
-            let _opening = self.opening.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
             if let Some(gen) = self.current_if_any() {
                 return Ok(gen);
             }
-            let opened = Arc::new(open_logged(&self.uri, self.layout, &self.options)?);
-            let mut slot = self.child.lock().unwrap_or_else(PoisonError::into_inner);
-            // An ancestor's (a fork of a child): never touched here, never dropped.
-            if let Some((_, inherited)) = slot.replace((generation, Arc::clone(&opened))) {
-                std::mem::forget(inherited);
+            if self.closed.load(Ordering::Acquire) {
+                return Err(Refusal::from(LeaseError::Closed).into());
             }
-            Ok::<_, LeaseError>(opened)
-        });
-        Ok(opened.map_err(Refusal::from)?)
+            let seen = self.claim.load(Ordering::SeqCst);
+            if seen != generation
+                && self
+                    .claim
+                    .compare_exchange(seen, generation, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+            {
+                break;
+            }
+            py.detach(|| std::thread::sleep(Duration::from_millis(1)));
+            py.check_signals()?;
+        }
+        let opened = py.detach(|| open_logged(&self.uri, self.layout, &self.options));
+        let opened = match opened {
+            Ok(gen) => Arc::new(gen),
+            Err(error) => {
+                self.claim.store(0, Ordering::SeqCst);
+                return Err(Refusal::from(error).into());
+            }
+        };
+        let inherited = self
+            .child
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace((generation, Arc::clone(&opened)));
+        if let Some((_, inherited)) = inherited {
+            // An ancestor's (a fork of a child): never touched here, never dropped.
+            std::mem::forget(inherited);
+        }
+        self.claim.store(0, Ordering::SeqCst);
+        if self.closed.load(Ordering::Acquire) {
+            // close() ran while it was being opened: give it back.
+            let gen = Arc::clone(&opened);
+            py.detach(move || gen.close()).map_err(Refusal::from)?;
+            return Err(Refusal::from(LeaseError::Closed).into());
+        }
+        Ok(opened)
     }
 
     /// The next id: the lease crate's `try_next_id` with the GIL held (no I/O, no waiting); a
