@@ -458,7 +458,9 @@ impl PyGenerator {
     }
 
     /// The worker id (of a leased generator: the one leased; in a forked child, the child's
-    /// own, leased at the first call there).
+    /// own, leased at the first call there). While a healing generator holds no lease, raises
+    /// `CoordinatorUnavailableError` (with `retry_at_ms`), as ids do; after `close()`, the
+    /// worker id it released.
     #[getter]
     fn worker_id(&self, py: Python<'_>) -> PyResult<u64> {
         match &self.inner {

@@ -64,6 +64,10 @@ def frozen_past_the_ttl(heal: bool) -> None:
             time.sleep(2.5)
             while_frozen = gen.stats()
             active_while_frozen = gen.is_active
+            # No worker id while it holds no lease: the same retryable refusal as ids.
+            with pytest.raises(CoordinatorUnavailableError) as no_worker:
+                _ = gen.worker_id
+            assert no_worker.value.retry_at_ms is not None
         finally:
             pg_script("thaw")
         # A newcomer at the thaw (it may take the old worker id): its ids count too.
@@ -80,6 +84,7 @@ def frozen_past_the_ttl(heal: bool) -> None:
     stats = gen.stats()
 
     assert not active_while_frozen and while_frozen["state"] == "healing", while_frozen
+    assert while_frozen["worker_id"] is None and while_frozen["losses"] == 1, while_frozen
     refusals = [error for _, error, _ in log if error is not None]
     assert refusals, "the lease was never lost"
     for error in refusals:
