@@ -84,7 +84,13 @@ bench-core: setup-rust
 
 # The crates meant for crates.io (clockflake, clockflake-lease, clockflake-server; the bindings'
 # crates are internal), packaged and verified together as `cargo package` names them, into dist/.
+# cargo verifies each crate against the others as packaged, through a local registry: unpacked
+# under CARGO_HOME (registry/src/-HASH/NAME-VERSION) and built in the target dir, where a
+# registry crate's build is never redone for the same version. A second make dist at one version
+# then verified the server against the first run's clockflake (after a change to core: "no
+# method named `with_legacy_key`"). Both go first.
 dist-crates: setup-rust
+	rm -rf $${CARGO_HOME:-$$HOME/.cargo}/registry/src/-*/clockflake-* $(ROOT)/target/package
 	$(CARGO) package -q -p clockflake -p clockflake-lease -p clockflake-server --target-dir $(ROOT)/target/package
 	@mkdir -p $(DIST_DIR) && cp $(ROOT)/target/package/package/*.crate $(DIST_DIR)/
 
@@ -139,5 +145,7 @@ setup-debian:
 bench dist $(BENCH_TARGETS) $(DIST_TARGETS) bench-node-lone setup-bench-python bench-python-import: \
   BINDINGS_PROFILE := release
 bench: bench-core $(BENCH_TARGETS)
+# Then every package installed from local registries as users install them, and run.
 dist: $(DIST_TARGETS)
+	bash $(ROOT)/scripts/dist-registries.sh $(DIST_DIR)
 	@echo "make dist: artifacts in $(DIST_DIR)"; ls -l $(DIST_DIR)
