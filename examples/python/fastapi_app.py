@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 
 from clockflake import CoordinatorUnavailableError, Generator, id_range
 from clockflake.pydantic import Id
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Response
 from pydantic import BaseModel
 from sqlalchemy import BigInteger, String, create_engine, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
@@ -44,7 +44,8 @@ engine = create_engine(os.environ["DATABASE_URL"])
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    # Opened per process at start-up (after any fork), closed at shutdown: the worker id is
+    # Opened per process at start-up (after any fork), closed at shutdown (SIGTERM: Uvicorn stops
+    # accepting, finishes the requests in flight, then leaves this block): the worker id is
     # leased for as long as this process serves, and released with its high-water marks.
     # open_async and `async with` (close_async) wait for the coordinator on a worker thread,
     # so nothing else on the event loop stalls meanwhile.
@@ -55,6 +56,21 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 app = FastAPI(lifespan=lifespan)
+
+
+@app.get("/readyz")
+def readyz(response: Response) -> dict[str, object]:
+    """Readiness: 200 while the generator holds its lease, else 503 with the reason. Unready
+    while a lost lease is leased again (state "healing"), ready again after it, no restart."""
+    if not app.state.ids.is_active:
+        response.status_code = 503
+    stats = app.state.ids.stats()
+    return {
+        "state": stats["state"],  # "active", "healing" or "closed"
+        "worker_id": stats["worker_id"],  # None while healing
+        "last_loss": stats["last_loss"],  # why the lease was lost, if it was
+        "last_heal_error": stats["last_heal_error"],  # why leasing again failed, if it did
+    }
 
 
 @app.post("/orders", response_model=OrderOut)

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from clockflake import decode
+from clockflake import Generator, decode
+from fastapi.testclient import TestClient
 
 HERE = Path(__file__).resolve().parents[1]
 TOO_BIG_FOR_A_JS_NUMBER = 2**53
@@ -30,8 +31,6 @@ def test_fastapi_sqlalchemy_postgres(tmp_path: Path, monkeypatch: pytest.MonkeyP
     sqlalchemy_url = "postgresql+psycopg://" + url.split("://", 1)[1]
     monkeypatch.setenv("DATABASE_URL", sqlalchemy_url)
     monkeypatch.setenv("CLOCKFLAKE_URI", f"file://{tmp_path}/ids?app=orders")
-    from fastapi.testclient import TestClient
-
     fastapi_app = importlib.import_module("fastapi_app")
     started = int(time.time() * 1000)
     with TestClient(fastapi_app.app) as client:
@@ -66,6 +65,42 @@ def test_fastapi_sqlalchemy_postgres(tmp_path: Path, monkeypatch: pytest.MonkeyP
         window = client.get("/orders", params={"from_ms": started, "to_ms": started + 3_600_000})
         assert sorted(int(o["id"]) for o in window.json()) == sorted(int(i) for i in ids)
         assert decode(ids[0]).worker_id == 0
+        check_readiness(client, tmp_path / "ids" / "orders")
+
+
+def check_readiness(client: TestClient, pool: Path) -> None:
+    """/readyz: 200 with a live lease; 503 with the reason once its lock file is removed (the
+    lease is lost at its next renewal) while every other worker id is held, so that leasing
+    again fails; 200 again, without a restart, once a worker id is free."""
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["state"] == "active", ready.text
+    assert ready.json()["worker_id"] == 0
+    uri = f"file://{pool.parent}?app={pool.name}"
+    others = [Generator.open(uri, heal=False) for _ in range(127)]  # clockseq: 128 worker ids
+    try:
+        (pool / "worker-0.lock").unlink()
+        others.append(Generator.open(uri, heal=False))  # a newcomer takes worker id 0
+        deadline = time.monotonic() + 10
+        while (unready := client.get("/readyz")).status_code == 200:
+            assert time.monotonic() < deadline, "still ready 10 s after the lease was lost"
+            time.sleep(0.01)
+        assert unready.status_code == 503, unready.text
+        body = unready.json()
+        assert body["state"] == "healing" and body["worker_id"] is None
+        assert "removed or replaced" in body["last_loss"], body
+        freed = others.pop(5)
+        freed.close()  # its worker id is free again: the next attempt takes it
+        deadline = time.monotonic() + 10
+        while (healed := client.get("/readyz")).status_code == 503:
+            assert time.monotonic() < deadline, "not ready 10 s after a worker id was freed"
+            time.sleep(0.05)
+        assert healed.status_code == 200 and healed.json()["worker_id"] == freed.worker_id, (
+            healed.text
+        )
+        assert client.post("/orders", json={"item": "after"}).status_code == 200
+    finally:
+        for other in others:
+            other.close()
 
 
 def test_pydantic_models() -> None:
