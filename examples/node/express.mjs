@@ -1,4 +1,5 @@
-// Express: bigint ids in JSON responses as decimal strings, through the package's replacer.
+// Express: bigint ids in JSON responses as decimal strings, through the package's replacer; a
+// leased worker id, a readiness route, and SIGTERM handling that releases the worker id.
 import express from 'express';
 import { Generator, jsonReplacer } from 'clockflake';
 
@@ -22,11 +23,25 @@ export function createApp(ids) {
     if (order === undefined) return res.status(404).json({ error: 'no such order' });
     res.json(order);
   });
+
+  // Readiness: 200 while the generator holds its lease; 503 once it is lost or closed.
+  app.get('/readyz', (_req, res) => {
+    res.status(ids.isActive ? 200 : 503).json({ state: ids.stats().state, workerId: ids.workerId });
+  });
   return app;
 }
 
-// Run: node express.mjs (a fixed worker id here; `await Generator.open(uri)` leases one).
+// Run: CLOCKFLAKE_URI='file:///var/lib/myapp/ids?app=orders' node express.mjs
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const ids = new Generator({ workerId: Number(process.env.WORKER_ID ?? 0) });
-  createApp(ids).listen(3000, () => console.log('http://localhost:3000'));
+  const ids = await Generator.open(process.env.CLOCKFLAKE_URI); // off the event loop
+  const server = createApp(ids).listen(Number(process.env.PORT ?? 3000), () => {
+    console.log(`http://localhost:${server.address().port} worker ${ids.workerId}`);
+  });
+  process.once('SIGTERM', () => {
+    // Stop accepting; once the requests in flight are answered, release the worker id.
+    server.close(async () => {
+      await ids.close();
+      console.log(`worker ${ids.workerId} released`);
+    });
+  });
 }

@@ -1,5 +1,6 @@
 // Fastify: bigint ids in JSON, two ways: a reply serializer for routes without a schema, and
-// `type: 'string'` in a response schema (fast-json-stringify then writes the bigint as text).
+// `type: 'string'` in a response schema (fast-json-stringify then writes the bigint as text); a
+// leased worker id, a readiness route, and SIGTERM handling that releases the worker id.
 import Fastify from 'fastify';
 import { Generator, stringify } from 'clockflake';
 
@@ -20,10 +21,25 @@ export function createApp(ids) {
   app.get('/orders/:id', { schema: { response: { 200: order } } }, async (request) => {
     return { id: BigInt(request.params.id), item: 'from the schema route' };
   });
+
+  // Readiness: 200 while the generator holds its lease; 503 once it is lost or closed.
+  app.get('/readyz', async (_request, reply) => {
+    reply.code(ids.isActive ? 200 : 503);
+    return { state: ids.stats().state, workerId: ids.workerId };
+  });
   return app;
 }
 
+// Run: CLOCKFLAKE_URI='file:///var/lib/myapp/ids?app=orders' node fastify.mjs
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const app = createApp(new Generator({ workerId: Number(process.env.WORKER_ID ?? 0) }));
-  await app.listen({ port: 3000 });
+  const ids = await Generator.open(process.env.CLOCKFLAKE_URI); // off the event loop
+  const app = createApp(ids);
+  // app.close() stops accepting and answers the requests in flight, then runs onClose hooks.
+  app.addHook('onClose', async () => {
+    await ids.close();
+    console.log(`worker ${ids.workerId} released`);
+  });
+  process.once('SIGTERM', () => app.close());
+  const address = await app.listen({ port: Number(process.env.PORT ?? 3000) });
+  console.log(`${address} worker ${ids.workerId}`);
 }

@@ -2,6 +2,11 @@
 // needs CLOCKFLAKE_PG_URL (make test-recipes starts a throwaway PostgreSQL and sets it).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import express from 'express';
 import pg from 'pg';
 import { Generator, decode, idRange } from 'clockflake';
@@ -56,6 +61,91 @@ test('fastify: the reply serializer and a string schema send ids as strings', as
   } finally {
     await app.close();
     ids.close();
+  }
+});
+
+// Runs a recipe as `node FILE` would be run, with its lease in `uri` and a free port; `started`
+// resolves with the URL and worker id it prints once it listens.
+function start(file, uri) {
+  const path = fileURLToPath(new URL(file, import.meta.url));
+  const env = { ...process.env, CLOCKFLAKE_URI: uri, PORT: '0' };
+  const child = spawn(process.execPath, [path], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  const exited = new Promise((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const started = new Promise((resolve, reject) => {
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      const listening = /(http:\/\/\S+) worker (\d+)/.exec(output);
+      if (listening) resolve({ url: listening[1], workerId: Number(listening[2]) });
+    });
+    child.once('exit', (code) => reject(new Error(`${file} exited (${code}): ${output}`)));
+  });
+  return { child, started, exited, output: () => output };
+}
+
+for (const file of ['./express.mjs', './fastify.mjs']) {
+  test(`${file}: a leased worker id, /readyz, and SIGTERM that closes the generator`, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'clockflake-recipe-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const uri = `file://${dir}/ids?app=orders`;
+    const run = start(file, uri);
+    try {
+      const { url, workerId } = await run.started;
+      assert.equal(workerId, 0);
+      const ready = await fetch(`${url}/readyz`);
+      assert.equal(ready.status, 200);
+      assert.deepEqual(await ready.json(), { state: 'active', workerId: 0 });
+      const created = await fetch(`${url}/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ item: 'book' }),
+      });
+      assert.equal(created.status, 201);
+      assert.equal(decode((await created.json()).id).workerId, 0);
+      run.child.kill('SIGTERM');
+      // Exits by itself (nothing left on the event loop) once close() has released the worker id.
+      assert.deepEqual(await run.exited, { code: 0, signal: null });
+      assert.match(run.output(), /worker 0 released/);
+      const newcomer = await Generator.open(uri);
+      assert.equal(newcomer.workerId, 0);
+      await newcomer.close();
+    } finally {
+      run.child.kill('SIGKILL'); // only if a check failed before it exited
+    }
+  });
+}
+
+test('express and fastify: /readyz answers 503 once the lease is lost', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'clockflake-recipe-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const ids = await Generator.open(`file://${dir}/ids?app=orders`);
+  const server = expressApp(ids).listen(0);
+  const fastify = fastifyApp(ids);
+  try {
+    await new Promise((resolve) => server.once('listening', resolve));
+    const viaExpress = () => fetch(`http://127.0.0.1:${server.address().port}/readyz`);
+    const viaFastify = () => fastify.inject({ method: 'GET', url: '/readyz' });
+    assert.equal((await viaExpress()).status, 200);
+    assert.equal((await viaFastify()).statusCode, 200);
+    unlinkSync(join(dir, 'ids', 'orders', 'worker-0.lock')); // lost at the next renewal
+    const deadline = Date.now() + 10_000;
+    while ((await viaExpress()).status === 200) {
+      assert.ok(Date.now() < deadline, 'still ready 10 s after the lock file was removed');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const unready = await viaExpress();
+    assert.equal(unready.status, 503);
+    assert.deepEqual(await unready.json(), { state: 'lost', workerId: 0 });
+    const fromFastify = await viaFastify();
+    assert.equal(fromFastify.statusCode, 503);
+    assert.equal(fromFastify.json().state, 'lost');
+  } finally {
+    server.close();
+    await fastify.close();
+    await ids.close().catch(() => {}); // a lost lease has nothing left to release
   }
 });
 
