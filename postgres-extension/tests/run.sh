@@ -6,6 +6,14 @@
 #
 # 1. preloaded, worker id 5: CREATE EXTENSION; decode round-trips; next_ids strictly increase;
 #    every refusal has its SQLSTATE and clockflake code (tests/sql/api.sql); pg_dump and restore
+#    1b. the migration recipe (docs/recipes/postgresql-migration.md), each in a database of its
+#    own: a bigserial key with 1000 rows (and an identity column) moved to
+#    DEFAULT clockflake.next_id(), new ids above every old one, none twice, foreign keys kept
+#    (tests/sql/migrate-bigserial.sql); a uuid key swapped for bigint ids in creation order,
+#    the table pointing at it moved over (tests/sql/migrate-uuid.sql)
+#    1c. ids from next_id() and next_ids() decoded by the Python package (.venv, from
+#    make build-python; skipped without it): the same time, clock sequence, worker id and
+#    sequence as clockflake.decode
 # 2. eight pgbench connections inserting DEFAULT clockflake.next_id() into a table whose key is
 #    the id: 0 duplicates, every row there, ids strictly increasing per connection
 # 3. a streaming standby of it refuses next_id() (25006) and still decodes
@@ -122,6 +130,47 @@ result=$(DB=restored sql primary -At -c "
    WHERE adrelid = 'api_t'::regclass GROUP BY 3")
 test "$result" = "2|2|clockflake.next_id()" || { echo "FAIL: after pg_dump and restore: $result" >&2; exit 1; }
 echo "ok: pg_dump and restore keep the extension and the DEFAULT"
+
+echo "== 1b. the migration recipe: from bigserial and from uuid to DEFAULT clockflake.next_id()"
+sql primary -c "CREATE DATABASE migrate_bigserial" -c "CREATE DATABASE migrate_uuid"
+# The page's check prints the sequence's name and 't' (every old id below the new ones).
+result=$(DB=migrate_bigserial sql primary -At -f "$HERE/sql/migrate-bigserial.sql" | tr '\n' ' ')
+test "$result" = "public.orders_id_seq t " || {
+  echo "FAIL: migrate-bigserial.sql printed '$result', expected 'public.orders_id_seq t '" >&2
+  exit 1
+}
+echo "ok: bigserial (1000 rows) and identity keys: 1000 new ids above the old ones, none twice"
+DB=migrate_uuid sql primary -f "$HERE/sql/migrate-uuid.sql"
+echo "ok: uuid key: bigint ids in creation order, the referencing table moved, uuids kept"
+
+echo "== 1c. ids from the extension decode the same in the Python package"
+PYTHON="$HERE/../../.venv/bin/python"
+if [ -x "$PYTHON" ] && "$PYTHON" -c "import clockflake" 2>/dev/null; then
+  sql primary -At -F ' ' -c "
+    SELECT made.id, (extract(epoch FROM d.ts) * 1000)::bigint, d.clock_seq, d.worker_id, d.sequence
+      FROM (SELECT clockflake.next_id() UNION ALL SELECT clockflake.next_ids(1000)) AS made (id),
+           clockflake.decode(made.id) AS d" >"$DIR/decoded.txt"
+  "$PYTHON" - "$DIR/decoded.txt" "$(sql primary -At -c 'SHOW clockflake.layout')" <<'EOF'
+import sys
+
+from clockflake import decode
+
+path, layout = sys.argv[1:]
+rows = [line.split() for line in open(path)]
+assert len(rows) == 1001, len(rows)
+for id_text, *in_sql in rows:
+    parts = decode(int(id_text), layout)
+    in_python = [parts.timestamp_ms, parts.clock_seq, parts.worker_id, parts.sequence]
+    in_sql = [int(value) for value in in_sql]
+    if in_python != in_sql:
+        sys.exit(f"FAIL: id {id_text}: clockflake.decode in SQL gives {in_sql}, Python {in_python}")
+sequences = {int(row[4]) for row in rows}
+print(f"ok: {len(rows)} ids (layout {layout}, sequences {min(sequences)}..{max(sequences)}):"
+      " SQL and Python decode each to the same ms, clock sequence, worker id and sequence")
+EOF
+else
+  echo "skipped: no clockflake in $PYTHON (make build-python puts it there)"
+fi
 
 echo "== 2. $CLIENTS connections x $TRANSACTIONS inserts with DEFAULT clockflake.next_id()"
 sql primary -c "CREATE TABLE ids (id bigint PRIMARY KEY DEFAULT clockflake.next_id(),
