@@ -12,8 +12,9 @@
 #    (tests/sql/migrate-bigserial.sql); a uuid key swapped for bigint ids in creation order,
 #    the table pointing at it moved over (tests/sql/migrate-uuid.sql)
 #    1c. ids from next_id() and next_ids() decoded by the Python package (.venv, from
-#    make build-python; skipped without it): the same time, clock sequence, worker id and
-#    sequence as clockflake.decode
+#    make build-python) and the npm package (bindings-node, from make build-js), each skipped
+#    when not built: the same time, clock sequence, worker id and sequence as
+#    clockflake.decode (and again in 8, on ids of two clock sequences and a leased worker id)
 # 2. eight pgbench connections inserting DEFAULT clockflake.next_id() into a table whose key is
 #    the id: 0 duplicates, every row there, ids strictly increasing per connection
 # 3. a streaming standby of it refuses next_id() (25006) and still decodes
@@ -111,6 +112,63 @@ expect_error() {
   echo "ok: $statement -> $sqlstate ($(grep -m1 'ERROR:' <<<"$out" | cut -c1-110))"
 }
 
+# decoded_alike NAME IDS: the ids IDS (a query) selects, decoded by clockflake.decode on the
+# cluster, decode the same in the Python package (the repository's .venv, from make
+# build-python) and the npm package (bindings-node/lib, from make build-js): the same ms, clock
+# sequence, worker id and sequence. Each is skipped, saying so, when it is not built.
+decoded_alike() {
+  local name=$1 ids=$2 layout
+  layout=$(sql "$name" -At -c "SHOW clockflake.layout")
+  sql "$name" -At -F ' ' -c "
+    SELECT made.id, (extract(epoch FROM d.ts) * 1000)::bigint, d.clock_seq, d.worker_id, d.sequence
+      FROM ($ids) AS made (id), clockflake.decode(made.id) AS d" >"$DIR/decoded.txt"
+  echo "   $(wc -l <"$DIR/decoded.txt") ids, layout $layout, clock sequences" \
+    "$(cut -d' ' -f3 "$DIR/decoded.txt" | sort -u | tr '\n' ' ')worker ids" \
+    "$(cut -d' ' -f4 "$DIR/decoded.txt" | sort -u | tr '\n' ' ')sequences" \
+    "$(cut -d' ' -f5 "$DIR/decoded.txt" | sort -n | sed -n '1p;$p' | tr '\n' ' ')"
+  if [ -x "$PYTHON" ] && "$PYTHON" -c "import clockflake" 2>/dev/null; then
+    "$PYTHON" - "$DIR/decoded.txt" "$layout" <<'EOF'
+import sys
+
+from clockflake import decode
+
+path, layout = sys.argv[1:]
+rows = [line.split() for line in open(path)]
+assert rows, "no ids"
+for id_text, *in_sql in rows:
+    parts = decode(int(id_text), layout)
+    in_python = [parts.timestamp_ms, parts.clock_seq, parts.worker_id, parts.sequence]
+    in_sql = [int(value) for value in in_sql]
+    if in_python != in_sql:
+        sys.exit(f"FAIL: id {id_text}: clockflake.decode in SQL gives {in_sql}, Python {in_python}")
+print(f"ok: Python decodes the {len(rows)} ids as clockflake.decode does")
+EOF
+  else
+    echo "skipped: Python, no clockflake in $PYTHON (make build-python puts it there)"
+  fi
+  if [ -f "$NODE_PACKAGE/lib/index.cjs" ] && command -v node >/dev/null; then
+    node - "$DIR/decoded.txt" "$layout" "$NODE_PACKAGE" <<'EOF'
+const fs = require('node:fs');
+const [path, layout, nodePackage] = process.argv.slice(2);
+const { decode } = require(nodePackage);
+const rows = fs.readFileSync(path, 'utf8').trim().split('\n').map((line) => line.split(' '));
+for (const [idText, ...inSql] of rows) {
+  const parts = decode(BigInt(idText), layout);
+  const inJs = [parts.timestampMs, parts.clockSeq, parts.workerId, parts.sequence].join(' ');
+  if (inJs !== inSql.join(' ')) {
+    console.error(`FAIL: id ${idText}: clockflake.decode in SQL gives ${inSql.join(' ')}, JS ${inJs}`);
+    process.exit(1);
+  }
+}
+console.log(`ok: JavaScript decodes the ${rows.length} ids as clockflake.decode does`);
+EOF
+  else
+    echo "skipped: JavaScript, no $NODE_PACKAGE/lib (make build-js builds it)"
+  fi
+}
+PYTHON="$HERE/../../.venv/bin/python"
+NODE_PACKAGE=$(cd "$HERE/../../bindings-node" && pwd)
+
 PRELOAD="-c shared_preload_libraries=clockflake -c clockflake.worker_id_unleased=5"
 
 echo "== 1. the SQL API (worker id 5, layout clockseq)"
@@ -143,34 +201,8 @@ echo "ok: bigserial (1000 rows) and identity keys: 1000 new ids above the old on
 DB=migrate_uuid sql primary -f "$HERE/sql/migrate-uuid.sql"
 echo "ok: uuid key: bigint ids in creation order, the referencing table moved, uuids kept"
 
-echo "== 1c. ids from the extension decode the same in the Python package"
-PYTHON="$HERE/../../.venv/bin/python"
-if [ -x "$PYTHON" ] && "$PYTHON" -c "import clockflake" 2>/dev/null; then
-  sql primary -At -F ' ' -c "
-    SELECT made.id, (extract(epoch FROM d.ts) * 1000)::bigint, d.clock_seq, d.worker_id, d.sequence
-      FROM (SELECT clockflake.next_id() UNION ALL SELECT clockflake.next_ids(1000)) AS made (id),
-           clockflake.decode(made.id) AS d" >"$DIR/decoded.txt"
-  "$PYTHON" - "$DIR/decoded.txt" "$(sql primary -At -c 'SHOW clockflake.layout')" <<'EOF'
-import sys
-
-from clockflake import decode
-
-path, layout = sys.argv[1:]
-rows = [line.split() for line in open(path)]
-assert len(rows) == 1001, len(rows)
-for id_text, *in_sql in rows:
-    parts = decode(int(id_text), layout)
-    in_python = [parts.timestamp_ms, parts.clock_seq, parts.worker_id, parts.sequence]
-    in_sql = [int(value) for value in in_sql]
-    if in_python != in_sql:
-        sys.exit(f"FAIL: id {id_text}: clockflake.decode in SQL gives {in_sql}, Python {in_python}")
-sequences = {int(row[4]) for row in rows}
-print(f"ok: {len(rows)} ids (layout {layout}, sequences {min(sequences)}..{max(sequences)}):"
-      " SQL and Python decode each to the same ms, clock sequence, worker id and sequence")
-EOF
-else
-  echo "skipped: no clockflake in $PYTHON (make build-python puts it there)"
-fi
+echo "== 1c. ids from the extension decode the same in Python and JavaScript"
+decoded_alike primary "SELECT clockflake.next_id() UNION ALL SELECT clockflake.next_ids(1000)"
 
 echo "== 2. $CLIENTS connections x $TRANSACTIONS inserts with DEFAULT clockflake.next_id()"
 sql primary -c "CREATE TABLE ids (id bigint PRIMARY KEY DEFAULT clockflake.next_id(),
@@ -334,6 +366,8 @@ if [ "$result" != "$expected" ]; then
 fi
 echo "ok: $rows_before rows before the crash, 2000 after with the clock an hour behind: \
 rows|distinct|clock sequences|an hour apart = $result"
+decoded_alike primary "(SELECT id FROM crash ORDER BY id LIMIT 500)
+  UNION ALL (SELECT id FROM crash ORDER BY id DESC LIMIT 500)"
 stop primary
 
 echo "== 9. a leased primary killed under load, its streaming replica promoted"
