@@ -110,6 +110,18 @@ pub fn open(
     LeasedGenerator::start(target.coordinator, layout, options, target.reserve)
 }
 
+/// The coordinator `uri` names, connected but holding no lease yet, and how far ahead of the
+/// clock its state record is reserved (`reserve` for `file://`, the TTL for the others).
+///
+/// For a program that drives the lease itself ([`holder::Holder`]) instead of through
+/// [`open`]: PostgreSQL's background worker in the `clockflake` extension. Fails as [`open`]
+/// does before it leases: `INVALID_URI` (the message never shows a secret) or
+/// `COORDINATOR_UNAVAILABLE`.
+pub fn connect(uri: &str) -> Result<(Box<dyn Coordinator>, std::time::Duration), LeaseError> {
+    let target = uri::connect(uri)?;
+    Ok((target.coordinator, target.reserve))
+}
+
 // Every Rust example of the README (core and leases) runs as a doctest here, the one crate
 // that sees both `clockflake` and `clockflake_lease`, so the README stays true.
 #[cfg(doctest)]
