@@ -5,10 +5,15 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -148,3 +153,122 @@ def test_django_model_default(tmp_path: Path) -> None:
     ids = json.loads(out.strip().splitlines()[-1])
     assert len(set(ids)) == 200 and ids == sorted(ids)
     assert all(decode(i).worker_id == 0 for i in ids)
+
+
+class Gunicorn:
+    """The Django recipe served as in production (gunicorn -c gunicorn.conf.py shop.wsgi), one
+    worker, on a free port; `url` once it listens."""
+
+    def __init__(self, tmp_path: Path, uri: str) -> None:
+        env = dict(
+            os.environ,
+            ORDERS_DB=str(tmp_path / "orders.sqlite3"),
+            CLOCKFLAKE_URI=uri,
+            BIND="127.0.0.1:0",
+            WEB_CONCURRENCY="1",
+            PYTHONPATH=str(HERE / "django_orders"),
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "shop.wsgi"],
+            cwd=HERE / "django_orders",
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.log: list[str] = []
+        listening = threading.Event()
+        self.url = ""
+
+        def read_log() -> None:
+            assert self.process.stderr is not None
+            for line in self.process.stderr:
+                self.log.append(line)
+                if "Listening at: " in line and not self.url:
+                    self.url = line.split("Listening at: ", 1)[1].split()[0]
+                    listening.set()
+
+        threading.Thread(target=read_log, daemon=True).start()
+        if not listening.wait(30):
+            self.process.kill()
+            raise AssertionError("gunicorn did not listen within 30 s:\n" + "".join(self.log))
+
+    def get(self, path: str) -> tuple[int, dict[str, object]]:
+        return self.request(path, None)
+
+    def request(self, path: str, form: dict[str, str] | None) -> tuple[int, dict[str, object]]:
+        data = urllib.parse.urlencode(form).encode() if form is not None else None
+        try:
+            with urllib.request.urlopen(self.url + path, data=data, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    def stop(self) -> int:
+        """SIGTERM, as Kubernetes sends it; the exit code."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=30)
+
+
+def test_django_readiness_heals(tmp_path: Path) -> None:
+    """/readyz under Gunicorn: 200 with the lease; 503 with the reason once its lock file is
+    removed while every other worker id is held; 200 again, without a restart, once one is free."""
+    manage(tmp_path, "migrate", "-v", "0")
+    pool = tmp_path / "ids" / "orders"
+    uri = f"file://{pool.parent}?app={pool.name}"
+    app = Gunicorn(tmp_path, uri)
+    others: list[Generator] = []
+    try:
+        status, body = app.get("/readyz")  # the first probe leases the worker id
+        assert status == 200 and body["state"] == "active" and body["worker_id"] == 0, body
+        status, order = app.request("/orders", {"item": "book"})
+        assert status == 201 and decode(int(str(order["id"]))).worker_id == 0, order
+        others = [Generator.open(uri, heal=False) for _ in range(127)]  # clockseq: 128
+        (pool / "worker-0.lock").unlink()
+        others.append(Generator.open(uri, heal=False))  # a newcomer takes worker id 0
+        deadline = time.monotonic() + 10
+        while (probe := app.get("/readyz"))[0] == 200:
+            assert time.monotonic() < deadline, "still ready 10 s after the lease was lost"
+            time.sleep(0.01)
+        status, body = probe
+        assert status == 503 and body["state"] == "healing" and body["worker_id"] is None, body
+        assert "removed or replaced" in str(body["last_loss"]), body
+        status, refused = app.request("/orders", {"item": "while healing"})
+        assert status == 503, refused  # never an id under the lost lease
+        freed = others.pop(5)
+        freed.close()  # its worker id is free again: the next attempt takes it
+        deadline = time.monotonic() + 10
+        while (probe := app.get("/readyz"))[0] == 503:
+            assert time.monotonic() < deadline, "not ready 10 s after a worker id was freed"
+            time.sleep(0.05)
+        status, body = probe
+        assert status == 200 and body["worker_id"] == freed.worker_id, body
+        status, order = app.request("/orders", {"item": "after"})
+        assert status == 201 and decode(int(str(order["id"]))).worker_id == freed.worker_id
+    finally:
+        for other in others:
+            other.close()
+        assert app.stop() == 0, "".join(app.log)
+
+
+def test_django_sigterm_releases_the_worker_id(tmp_path: Path) -> None:
+    """On SIGTERM Gunicorn's worker_exit closes the generator: a newcomer gets the worker id at
+    once, not after the lease's 10 s TTL (on PostgreSQL, where nothing else would free it)."""
+    url = pg_url()
+    uri = f"{url}{'&' if '?' in url else '?'}app=django-{uuid.uuid4().hex[:12]}&ttl=10s"
+    manage(tmp_path, "migrate", "-v", "0")
+    app = Gunicorn(tmp_path, uri)
+    try:
+        status, body = app.get("/readyz")
+        assert status == 200 and body["state"] == "active", body
+        held = body["worker_id"]
+        status, order = app.request("/orders", {"item": "book"})
+        assert status == 201, order
+    finally:
+        exit_code = app.stop()
+    stopped = time.monotonic()
+    assert exit_code == 0, "".join(app.log)
+    assert any("worker id released" in line for line in app.log), "".join(app.log)
+    with Generator.open(uri, heal=False) as newcomer:
+        assert newcomer.worker_id == held, "the worker id was not released on SIGTERM"
+        assert time.monotonic() - stopped < 1.0
+        assert newcomer.next_id() > int(str(order["id"]))  # continues above the marks

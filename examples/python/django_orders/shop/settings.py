@@ -8,6 +8,10 @@ SECRET_KEY = "recipe-only-not-a-secret"
 DEBUG = False
 USE_TZ = True
 INSTALLED_APPS = ["orders"]
+ROOT_URLCONF = "shop.urls"
+WSGI_APPLICATION = "shop.wsgi.application"
+# The pod's probes and the Service reach it by IP: list your host names here in production.
+ALLOWED_HOSTS = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",")
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
