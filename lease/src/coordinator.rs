@@ -180,3 +180,164 @@ pub fn ready_at_ms(layout: &Layout, state: Option<&State>, now_ms: u64) -> u64 {
         _ => 0,
     }
 }
+
+/// The worker ids one pool may lease: a URI's `workers=LO-HI` (inclusive) or `workers=N`.
+///
+/// Several pools of one application, each on its own coordinator (one per region), share
+/// one id space when each leases from its own range. Every coordinator enumerates only
+/// [`pool`]'s range when it looks for a free worker id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WorkerRange {
+    first: u64,
+    last: u64,
+}
+
+impl WorkerRange {
+    /// `first..=last`; `None` when `first > last` (an empty range).
+    pub fn new(first: u64, last: u64) -> Option<WorkerRange> {
+        (first <= last).then_some(WorkerRange { first, last })
+    }
+
+    /// The lowest worker id of the range.
+    pub fn first(&self) -> u64 {
+        self.first
+    }
+
+    /// The highest worker id of the range (inclusive).
+    pub fn last(&self) -> u64 {
+        self.last
+    }
+
+    /// How many worker ids the range holds.
+    pub fn len(&self) -> u64 {
+        self.last - self.first + 1
+    }
+
+    /// Never: a range holds at least one worker id.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Whether `worker_id` is in the range.
+    pub fn contains(&self, worker_id: u64) -> bool {
+        (self.first..=self.last).contains(&worker_id)
+    }
+
+    /// Whether the two ranges share a worker id.
+    pub fn overlaps(&self, other: &WorkerRange) -> bool {
+        self.first <= other.last && other.first <= self.last
+    }
+
+    /// `LO-HI` or `N` (decimal, no sign, no spaces), as written in a URI or stored beside a
+    /// lease. The error is a reason that echoes the text (a range holds no secret).
+    pub fn parse(text: &str) -> Result<WorkerRange, String> {
+        let number = |part: &str| -> Result<u64, String> {
+            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) || part.len() > 19 {
+                return Err(format!(
+                    "workers must look like 0-63 (first-last, inclusive) or 5, found {text:?}"
+                ));
+            }
+            part.parse::<u64>().map_err(|_| {
+                format!("workers must look like 0-63 (first-last, inclusive) or 5, found {text:?}")
+            })
+        };
+        let (first, last) = match text.split_once('-') {
+            Some((first, last)) => (number(first)?, number(last)?),
+            None => {
+                let n = number(text)?;
+                (n, n)
+            }
+        };
+        WorkerRange::new(first, last).ok_or_else(|| {
+            format!("workers={text} is empty: the first worker id is above the last")
+        })
+    }
+}
+
+impl std::fmt::Display for WorkerRange {
+    /// `LO-HI`, or `N` for a single worker id: the form [`WorkerRange::parse`] reads.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.first == self.last {
+            write!(f, "{}", self.first)
+        } else {
+            write!(f, "{}-{}", self.first, self.last)
+        }
+    }
+}
+
+/// The worker ids a coordinator may lease for `layout`: all of them (`0..=max_worker_id`)
+/// without a `workers` range, else the range, refused with `INVALID_URI` (naming `uri`, a
+/// redacted URI) when it reaches past the layout's largest worker id. Every coordinator
+/// calls this when it looks for a free worker id, and enumerates only what it returns.
+#[allow(dead_code)] // until every coordinator's acquire calls it
+pub(crate) fn pool(
+    uri: &str,
+    layout: &Layout,
+    workers: Option<&WorkerRange>,
+) -> Result<std::ops::RangeInclusive<u64>, LeaseError> {
+    let max = layout.max_worker_id();
+    match workers {
+        None => Ok(0..=max),
+        Some(range) if range.last() <= max => Ok(range.first()..=range.last()),
+        Some(range) => Err(LeaseError::InvalidUri {
+            uri: uri.to_owned(),
+            reason: format!(
+                "workers={range} is outside the layout's worker ids 0-{max} \
+                 ({} worker bits)",
+                layout.bits(clockflake::Field::Worker)
+            ),
+        }),
+    }
+}
+
+/// `WORKER_POOL_EXHAUSTED` when every worker id of [`pool`]'s range is held: core's error
+/// (naming the layout's count) without a range, else one naming the range.
+#[allow(dead_code)] // until every coordinator's acquire calls it
+pub(crate) fn exhausted(
+    coordinator: &str,
+    layout: &Layout,
+    workers: Option<&WorkerRange>,
+) -> LeaseError {
+    match workers {
+        None => LeaseError::Core(clockflake::Error::WorkerPoolExhausted {
+            workers: layout.max_worker_id().saturating_add(1),
+        }),
+        Some(range) => LeaseError::RangeExhausted {
+            coordinator: coordinator.to_owned(),
+            range: range.to_string(),
+        },
+    }
+}
+
+/// The visible overlap check, at acquire: refuses with `WORKER_RANGE_CONFLICT` when a live
+/// holder of the same application on this coordinator declared a range (stored beside its
+/// lease, in [`WorkerRange`]'s `Display` form) that overlaps `declared` and differs from it.
+/// `live` gives each live holder's worker id and stored range text, empty when it declared
+/// none. A pool without a `workers` range declares nothing and is not checked, nor are
+/// holders that declared none (the single-pool default, and holders of earlier versions):
+/// only two explicit plans that disagree are refused. The same range in two pools of one
+/// coordinator is allowed (the lease already keeps them apart).
+#[allow(dead_code)] // until every coordinator's acquire calls it
+pub(crate) fn check_ranges<'a>(
+    coordinator: &str,
+    declared: Option<&WorkerRange>,
+    live: impl IntoIterator<Item = (u64, &'a str)>,
+) -> Result<(), LeaseError> {
+    let Some(declared) = declared else {
+        return Ok(());
+    };
+    for (worker_id, text) in live {
+        let Ok(theirs) = WorkerRange::parse(text) else {
+            continue;
+        };
+        if theirs != *declared && theirs.overlaps(declared) {
+            return Err(LeaseError::WorkerRangeConflict {
+                coordinator: coordinator.to_owned(),
+                declared: declared.to_string(),
+                live: theirs.to_string(),
+                worker_id,
+            });
+        }
+    }
+    Ok(())
+}

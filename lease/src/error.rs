@@ -88,6 +88,27 @@ pub enum LeaseError {
         /// The largest skew allowed, ms.
         max_skew_ms: u64,
     },
+    /// `WORKER_POOL_EXHAUSTED`: every worker id of the pool's range (the URI's
+    /// `workers=LO-HI`) is held.
+    RangeExhausted {
+        /// Which coordinator.
+        coordinator: String,
+        /// The range, `LO-HI`.
+        range: String,
+    },
+    /// `WORKER_RANGE_CONFLICT`: a live holder of the same application on this coordinator
+    /// declared a `workers` range that overlaps this pool's and differs from it: two pools'
+    /// ranges overlap, so the region plan is inconsistent. Nothing was taken.
+    WorkerRangeConflict {
+        /// Which coordinator.
+        coordinator: String,
+        /// This pool's range, `LO-HI`.
+        declared: String,
+        /// The live holder's range, `LO-HI`.
+        live: String,
+        /// The worker id that holder has.
+        worker_id: u64,
+    },
     /// `INVALID_LAYOUT`: a layout with more worker ids than a coordinator hands out
     /// ([`crate::MAX_LEASED_WORKERS`]).
     TooManyWorkers {
@@ -110,6 +131,8 @@ impl LeaseError {
             LeaseError::Closed => "GENERATOR_CLOSED",
             LeaseError::ClockSkew { .. } => "CLOCK_SKEW",
             LeaseError::TooManyWorkers { .. } => "INVALID_LAYOUT",
+            LeaseError::RangeExhausted { .. } => "WORKER_POOL_EXHAUSTED",
+            LeaseError::WorkerRangeConflict { .. } => "WORKER_RANGE_CONFLICT",
         }
     }
 
@@ -276,6 +299,22 @@ impl fmt::Display for LeaseError {
                  untouched and no id was issued: correct the clock (NTP) or set max_skew",
                 skew_ms.unsigned_abs(),
                 if *skew_ms >= 0 { "ahead" } else { "behind" }
+            ),
+            LeaseError::RangeExhausted { coordinator, range } => write!(
+                f,
+                "worker pool exhausted: every worker id of workers={range} is held at \
+                 {coordinator}; stop a holder, or give this pool a larger range"
+            ),
+            LeaseError::WorkerRangeConflict {
+                coordinator,
+                declared,
+                live,
+                worker_id,
+            } => write!(
+                f,
+                "worker range conflict: this pool declares workers={declared}, but a live \
+                 holder of worker id {worker_id} at {coordinator} declares workers={live}; \
+                 the ranges of two pools of one application must not overlap"
             ),
             LeaseError::TooManyWorkers { workers } => write!(
                 f,

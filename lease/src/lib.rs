@@ -75,7 +75,7 @@ mod uri;
 mod zookeeper;
 
 pub use clock::{boot_ms, wall_ms};
-pub use coordinator::{Coordinator, Grant};
+pub use coordinator::{Coordinator, Grant, WorkerRange};
 pub use error::LeaseError;
 pub use file::FileCoordinator;
 pub use generator::{

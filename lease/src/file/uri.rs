@@ -27,6 +27,7 @@ pub(crate) fn target(uri: &str, scheme: &str) -> Result<Target, LeaseError> {
         reserve,
         table,
         write_delay,
+        workers: _,
         mut passthrough,
     } = common(uri, &parts)?;
     let sharing = match passthrough.iter().find(|(key, _)| *key == "mode") {

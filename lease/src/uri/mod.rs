@@ -432,6 +432,9 @@ pub(crate) struct Common<'a> {
     pub reserve: Option<Duration>,
     pub table: Option<String>,
     pub write_delay: Option<Duration>,
+    /// `workers=LO-HI` or `workers=N`: the worker ids this pool may lease.
+    #[allow(dead_code)] // until every coordinator reads it
+    pub workers: Option<crate::coordinator::WorkerRange>,
     pub passthrough: Vec<(&'a str, &'a str)>,
 }
 
@@ -442,6 +445,7 @@ pub(crate) fn common<'a>(uri: &str, parts: &'a Parts) -> Result<Common<'a>, Leas
     let mut reserve = None;
     let mut table = None;
     let mut write_delay = None;
+    let mut workers = None;
     let mut passthrough = Vec::new();
     for (key, value) in &parts.query {
         let duration = |name: &str| {
@@ -455,6 +459,7 @@ pub(crate) fn common<'a>(uri: &str, parts: &'a Parts) -> Result<Common<'a>, Leas
             "reserve" => reserve = Some(duration("reserve")?),
             "table" => table = Some(value.clone()),
             "debug_write_delay" => write_delay = Some(duration("debug_write_delay")?),
+            "workers" => workers = Some(parse_workers(uri, value)?),
             _ => passthrough.push((key.as_str(), value.as_str())),
         }
     }
@@ -465,8 +470,19 @@ pub(crate) fn common<'a>(uri: &str, parts: &'a Parts) -> Result<Common<'a>, Leas
         reserve,
         table,
         write_delay,
+        workers,
         passthrough,
     })
+}
+
+/// The value of a `workers` URI parameter: `LO-HI` (inclusive) or `N`. Whether it fits the
+/// layout is checked when the layout is known ([`crate::coordinator::pool`]). `uri` is for
+/// the `INVALID_URI` message only.
+pub(crate) fn parse_workers(
+    uri: &str,
+    value: &str,
+) -> Result<crate::coordinator::WorkerRange, LeaseError> {
+    crate::coordinator::WorkerRange::parse(value).map_err(|reason| invalid(uri, reason))
 }
 
 /// The refusal of a URI whose scheme's cargo feature this build leaves out.
