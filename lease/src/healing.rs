@@ -13,13 +13,14 @@
 //! module does, and a new lease continues above every id its worker id ever issued (the stored
 //! record and the reservation), as every lease does.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use clockflake::Layout;
 
 use crate::generator::LostHook;
-use crate::{LeaseError, LeaseOptions, LeasedGenerator};
+use crate::{LeaseError, LeaseOptions, LeasedGenerator, TickGrant};
 
 /// First pause after a failed attempt to lease again; it doubles up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -76,6 +77,17 @@ pub enum HealEvent {
     },
 }
 
+/// What [`HealingGenerator::grant_ticks`] grants: the ticks, and the lease they are under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseGrant {
+    /// Which lease granted them: 1 for the first, one more for each lease taken since.
+    pub lease_number: u64,
+    /// That lease's worker id: the ids of the ticks carry it.
+    pub worker_id: u64,
+    /// The ticks ([`LeasedGenerator::grant_ticks`]).
+    pub ticks: TickGrant,
+}
+
 /// The callback of [`HealingGenerator::open_with_events`].
 type OnEvent = Box<dyn Fn(&HealEvent) + Send + Sync>;
 
@@ -102,6 +114,9 @@ struct Healing {
     options: LeaseOptions,
     redacted_uri: String,
     current: RwLock<Option<Arc<LeasedGenerator>>>,
+    /// How many leases have been installed in `current` (changed only with its write lock
+    /// held, so that a reader holding the read lock sees the number of the lease it reads).
+    installs: AtomicU64,
     notes: Mutex<Notes>,
     /// Wakes the healing thread's back-off (close).
     wake: Condvar,
@@ -175,12 +190,13 @@ impl HealingGenerator {
             options,
             redacted_uri: crate::redact(uri),
             current: RwLock::new(None),
+            installs: AtomicU64::new(0),
             notes: Mutex::new(Notes::default()),
             wake: Condvar::new(),
             on_event,
         });
         let first = healing.lease()?;
-        *healing.write() = Some(Arc::new(first));
+        healing.install(Arc::new(first));
         Ok(HealingGenerator { healing })
     }
 
@@ -275,6 +291,35 @@ impl HealingGenerator {
         }
     }
 
+    /// [`LeasedGenerator::grant_ticks`] on the lease held now, for a binding that issues ids
+    /// itself within the ticks a lease grants it (Node's), with that lease's number and worker
+    /// id, read under the same lease. A grant being extended (`parked_id` not 0) under another
+    /// lease than the one held now (`parked_under`, the number its grant came with) is not
+    /// extended (`Ok(None)`): the binding drops it and asks anew, so that no grant outlives its
+    /// lease, and a new lease's ticks are issued under the new lease's worker id. While no
+    /// lease is held, the retryable refusal of [`HealingGenerator::next_id`].
+    pub fn grant_ticks(
+        &self,
+        span_ms: u64,
+        parked_id: u64,
+        parked_under: u64,
+    ) -> Result<Option<LeaseGrant>, LeaseError> {
+        self.with_lease(|gen| {
+            // The id path's read lock is held here: `installs` is the number of `gen`.
+            let number = self.healing.installs.load(Ordering::Relaxed);
+            if parked_id != 0 && parked_under != number {
+                return Ok(None);
+            }
+            Ok(gen
+                .grant_ticks(span_ms, parked_id)?
+                .map(|ticks| LeaseGrant {
+                    lease_number: number,
+                    worker_id: gen.worker_id(),
+                    ticks,
+                }))
+        })
+    }
+
     /// The worker id held now (`None` while leasing again, or closed).
     pub fn worker_id(&self) -> Option<u64> {
         self.healing.read().as_ref().map(|gen| gen.worker_id())
@@ -348,6 +393,13 @@ impl Healing {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Option<Arc<LeasedGenerator>>> {
         self.current.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Puts `gen` where the id path finds it, as the next lease by number.
+    fn install(&self, gen: Arc<LeasedGenerator>) {
+        let mut current = self.write();
+        self.installs.fetch_add(1, Ordering::Relaxed);
+        *current = Some(gen);
     }
 
     /// One lease, whose renewal thread tells this generator when it is lost.
@@ -454,7 +506,7 @@ impl Healing {
                         let _ = gen.close();
                         break;
                     }
-                    *self.write() = Some(gen);
+                    self.install(gen);
                     if std::mem::take(&mut notes.lost_while_healing) {
                         // Lost before it was installed (its hook found this healing under
                         // way): give it back and lease again.
@@ -503,6 +555,52 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+
+    /// A grant of ticks never outlives its lease: after a heal, a grant being extended under
+    /// the lost lease's number grants nothing, and a new grant comes with the new lease's
+    /// number and worker id (Node's side resumes its generator from it). (The park rule,
+    /// `holder::park`, refuses a park that is not the lease's own last id too.)
+    #[test]
+    fn a_grant_is_not_extended_under_another_lease() {
+        let dir =
+            std::env::temp_dir().join(format!("clockflake-heal-grant-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let uri = format!("file://{}?app=grant&reserve=10s", dir.display());
+        // A park far ahead (within the reservation), still ahead of the clock after the heal.
+        const SPAN_MS: u64 = 5_000;
+        let gen = HealingGenerator::open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+        let first = gen.grant_ticks(SPAN_MS, 0, 0).unwrap().unwrap();
+        assert_eq!((first.lease_number, first.worker_id), (1, 0));
+        let parked = first.ticks.parked_id;
+        assert_ne!(parked, 0);
+        let extended = gen.grant_ticks(SPAN_MS, parked, 1).unwrap().unwrap();
+        assert_eq!(extended.lease_number, 1);
+        std::fs::remove_file(dir.join("grant").join("worker-0.lock")).unwrap();
+        let newcomer = crate::open(&uri, Layout::CLOCKSEQ, LeaseOptions::default()).unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        while gen.stats().heals == 0 {
+            assert!(Instant::now() < until, "not healed: {:?}", gen.stats());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(gen.grant_ticks(SPAN_MS, parked, 1).unwrap(), None);
+        let second = gen.grant_ticks(SPAN_MS, 0, 0).unwrap().unwrap();
+        assert_eq!((second.lease_number, second.worker_id), (2, 1));
+        assert_eq!(
+            gen.grant_ticks(SPAN_MS, second.ticks.parked_id, 2)
+                .unwrap()
+                .unwrap()
+                .lease_number,
+            2
+        );
+        gen.close().unwrap();
+        assert!(matches!(
+            gen.grant_ticks(SPAN_MS, 0, 0),
+            Err(LeaseError::Closed)
+        ));
+        newcomer.close().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// A `file://` lease whose lock file is removed (as an operator or a clean-up job might)
     /// is lost at its next renewal: the generator heals onto another worker id (a newcomer
