@@ -269,7 +269,6 @@ impl std::fmt::Display for WorkerRange {
 /// without a `workers` range, else the range, refused with `INVALID_URI` (naming `uri`, a
 /// redacted URI) when it reaches past the layout's largest worker id. Every coordinator
 /// calls this when it looks for a free worker id, and enumerates only what it returns.
-#[allow(dead_code)] // until every coordinator's acquire calls it
 pub(crate) fn pool(
     uri: &str,
     layout: &Layout,
@@ -292,7 +291,6 @@ pub(crate) fn pool(
 
 /// `WORKER_POOL_EXHAUSTED` when every worker id of [`pool`]'s range is held: core's error
 /// (naming the layout's count) without a range, else one naming the range.
-#[allow(dead_code)] // until every coordinator's acquire calls it
 pub(crate) fn exhausted(
     coordinator: &str,
     layout: &Layout,
@@ -317,7 +315,6 @@ pub(crate) fn exhausted(
 /// holders that declared none (the single-pool default, and holders of earlier versions):
 /// only two explicit plans that disagree are refused. The same range in two pools of one
 /// coordinator is allowed (the lease already keeps them apart).
-#[allow(dead_code)] // until every coordinator's acquire calls it
 pub(crate) fn check_ranges<'a>(
     coordinator: &str,
     declared: Option<&WorkerRange>,
@@ -340,4 +337,87 @@ pub(crate) fn check_ranges<'a>(
         }
     }
     Ok(())
+}
+
+/// The owner token a holder writes with its lease where the coordinator keeps one
+/// (PostgreSQL's `owner` column, the Redis lease's value): `owner` followed by
+/// ` workers=LO-HI` when the pool declares a range, so that other pools can read the range
+/// without a new column or field ([`declared_range`]).
+#[cfg(any(feature = "postgres", feature = "redis"))]
+pub(crate) fn owner_with_range(owner: &str, workers: Option<&WorkerRange>) -> String {
+    match workers {
+        Some(range) => format!("{owner} workers={range}"),
+        None => owner.to_owned(),
+    }
+}
+
+/// The range written into an owner token by [`owner_with_range`], empty when none.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+pub(crate) fn declared_range(owner: &str) -> &str {
+    owner.rsplit_once(" workers=").map_or("", |(_, range)| range)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(text: &str) -> WorkerRange {
+        WorkerRange::parse(text).unwrap_or_else(|reason| panic!("{text}: {reason}"))
+    }
+
+    #[test]
+    fn ranges_parse_and_print_as_written() {
+        assert_eq!(range("0-63"), WorkerRange { first: 0, last: 63 });
+        assert_eq!(range("64-127").len(), 64);
+        assert_eq!(range("5"), WorkerRange { first: 5, last: 5 });
+        assert_eq!(range("7-7").to_string(), "7");
+        assert_eq!(range("0-63").to_string(), "0-63");
+        for bad in ["", "-", "3-1", "a", "1-b", "-1", "1-", "+1", " 1", "1 - 2", "1-2-3"] {
+            assert!(WorkerRange::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn overlaps_and_contains() {
+        assert!(range("0-63").overlaps(&range("63-70")));
+        assert!(!range("0-63").overlaps(&range("64-127")));
+        assert!(range("10-20").overlaps(&range("0-127")));
+        assert!(range("10-20").contains(20) && !range("10-20").contains(21));
+    }
+
+    #[test]
+    fn the_pool_is_the_range_inside_the_layout() {
+        let layout = Layout::CLOCKSEQ; // worker ids 0-127
+        assert_eq!(pool("u", &layout, None).ok(), Some(0..=127));
+        assert_eq!(pool("u", &layout, Some(&range("64-127"))).ok(), Some(64..=127));
+        for outside in ["64-128", "128", "0-1000"] {
+            let error = pool("u", &layout, Some(&range(outside))).err();
+            let error = error.unwrap_or_else(|| panic!("{outside} accepted"));
+            assert_eq!(error.code(), "INVALID_URI");
+            assert!(
+                error.to_string().contains("outside the layout's worker ids 0-127"),
+                "{error}"
+            );
+        }
+        let error = exhausted("u", &layout, Some(&range("0-63")));
+        assert_eq!(error.code(), "WORKER_POOL_EXHAUSTED");
+        assert!(error.to_string().contains("workers=0-63"), "{error}");
+        assert_eq!(
+            exhausted("u", &layout, None),
+            LeaseError::Core(clockflake::Error::WorkerPoolExhausted { workers: 128 })
+        );
+    }
+
+    #[test]
+    fn only_two_declared_ranges_that_overlap_and_differ_conflict() {
+        let mine = range("0-63");
+        let check = |live: &[(u64, &str)]| {
+            check_ranges("u", Some(&mine), live.iter().copied()).map_err(|e| e.code())
+        };
+        assert_eq!(check(&[(0, "0-63"), (70, "64-127"), (3, ""), (4, "junk")]), Ok(()));
+        assert_eq!(check(&[(40, "32-95")]), Err("WORKER_RANGE_CONFLICT"));
+        assert_eq!(check(&[(100, "0-127")]), Err("WORKER_RANGE_CONFLICT"));
+        // A pool that declares nothing is not checked.
+        assert!(check_ranges("u", None, [(40, "32-95")]).is_ok());
+    }
 }

@@ -109,6 +109,17 @@ pub enum LeaseError {
         /// The worker id that holder has.
         worker_id: u64,
     },
+    /// `WORKER_ID_OUT_OF_RANGE`: a worker id assigned from outside (`k8s://`'s pod ordinal,
+    /// `env://`'s `CLOCKFLAKE_WORKER_ID`) that is not in the URI's `workers` range. It is
+    /// refused, never shifted into the range.
+    AssignedOutOfRange {
+        /// The worker id assigned.
+        worker_id: u64,
+        /// Where it was read (`CLOCKFLAKE_POD_INDEX=3`, `hostname ids-3`, ...).
+        source: String,
+        /// The range, `LO-HI`.
+        range: String,
+    },
     /// `INVALID_LAYOUT`: a layout with more worker ids than a coordinator hands out
     /// ([`crate::MAX_LEASED_WORKERS`]).
     TooManyWorkers {
@@ -132,6 +143,7 @@ impl LeaseError {
             LeaseError::ClockSkew { .. } => "CLOCK_SKEW",
             LeaseError::TooManyWorkers { .. } => "INVALID_LAYOUT",
             LeaseError::RangeExhausted { .. } => "WORKER_POOL_EXHAUSTED",
+            LeaseError::AssignedOutOfRange { .. } => "WORKER_ID_OUT_OF_RANGE",
             LeaseError::WorkerRangeConflict { .. } => "WORKER_RANGE_CONFLICT",
         }
     }
@@ -175,7 +187,9 @@ impl LeaseError {
     pub fn is_input_error(&self) -> bool {
         match self {
             LeaseError::Core(error) => error.is_input_error(),
-            LeaseError::InvalidUri { .. } | LeaseError::TooManyWorkers { .. } => true,
+            LeaseError::InvalidUri { .. }
+            | LeaseError::TooManyWorkers { .. }
+            | LeaseError::AssignedOutOfRange { .. } => true,
             _ => false,
         }
     }
@@ -315,6 +329,16 @@ impl fmt::Display for LeaseError {
                 "worker range conflict: this pool declares workers={declared}, but a live \
                  holder of worker id {worker_id} at {coordinator} declares workers={live}; \
                  the ranges of two pools of one application must not overlap"
+            ),
+            LeaseError::AssignedOutOfRange {
+                worker_id,
+                source,
+                range,
+            } => write!(
+                f,
+                "worker id out of range: {source} gives worker id {worker_id}, outside this \
+                 pool's workers={range}; give the pod or process a worker id in the range \
+                 (a StatefulSet's spec.ordinals.start sets its first ordinal)"
             ),
             LeaseError::TooManyWorkers { workers } => write!(
                 f,

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use clockflake::{Error, Layout, State};
 
-use crate::coordinator::{ready_at_ms, Coordinator, Grant};
+use crate::coordinator::{check_ranges, exhausted, pool, ready_at_ms, Coordinator, Grant, WorkerRange};
 use crate::fixed::Assigned;
 use crate::private_fs::{self, is_at_path};
 use crate::{record, LeaseError};
@@ -111,6 +111,9 @@ pub struct FileCoordinator {
     /// `None`: the lowest free one of the pool (`file://`).
     assigned: Option<(Assigned, &'static str)>,
     held: Option<(u64, File)>,
+    /// The URI's `workers` range: the worker ids this pool may take; `None`: all of the
+    /// layout's.
+    workers: Option<WorkerRange>,
     /// Test hook: a pause between writing the temporary file and renaming it.
     write_delay: Option<Duration>,
 }
@@ -146,6 +149,7 @@ impl FileCoordinator {
             sharing,
             assigned: None,
             held: None,
+            workers: None,
             write_delay: None,
         };
         coordinator.prepare(&root)?;
@@ -173,11 +177,19 @@ impl FileCoordinator {
         assigned: Assigned,
     ) -> Result<Grant, LeaseError> {
         let max = layout.max_worker_id();
+        pool(&self.redacted_uri(), layout, self.workers.as_ref())?;
         if assigned.worker_id > max {
             return Err(LeaseError::Core(Error::WorkerIdOutOfRange {
                 worker_id: assigned.worker_id,
                 max,
             }));
+        }
+        if let Some(range) = self.workers.filter(|range| !range.contains(assigned.worker_id)) {
+            return Err(LeaseError::AssignedOutOfRange {
+                worker_id: assigned.worker_id,
+                source: assigned.source,
+                range: range.to_string(),
+            });
         }
         let Some(file) = self.try_lock(assigned.worker_id)? else {
             return Err(self.refuse(format!(
@@ -189,7 +201,7 @@ impl FileCoordinator {
             )));
         };
         let state = self.read_state(assigned.worker_id)?;
-        Ok(self.grant(assigned.worker_id, file, state))
+        self.grant(assigned.worker_id, file, state)
     }
 
     /// Creates (at most) `root` and `root/app`, then checks that both can be trusted.
@@ -288,6 +300,34 @@ impl FileCoordinator {
             )));
         }
         Ok(())
+    }
+
+    /// Leases only worker ids in `workers` (the URI's `workers=LO-HI`); `None`: any of the
+    /// layout's. With a range, the holder records it in its lock file, and a newcomer whose
+    /// range overlaps a live holder's different range is refused (`WORKER_RANGE_CONFLICT`).
+    pub fn set_workers(&mut self, workers: Option<WorkerRange>) {
+        self.workers = workers;
+    }
+
+    /// The range a live holder of `worker_id` recorded in its lock file (empty when none).
+    fn declared_range(&self, worker_id: u64) -> String {
+        fs::read_to_string(self.lock_path(worker_id)).unwrap_or_default()
+    }
+
+    /// Records this pool's range in the lock file just locked (truncated first: a lock file
+    /// keeps what its last holder wrote).
+    fn record_range(&self, worker_id: u64, file: &File) -> Result<(), LeaseError> {
+        let range = self.workers.map(|range| range.to_string()).unwrap_or_default();
+        let fail = |error| {
+            self.io_error(
+                &format!("cannot write {}", self.lock_path(worker_id).display()),
+                error,
+            )
+        };
+        let mut writer = file;
+        file.set_len(0).map_err(fail)?;
+        std::io::Seek::rewind(&mut writer).map_err(fail)?;
+        writer.write_all(range.as_bytes()).map_err(fail)
     }
 
     #[doc(hidden)]
@@ -437,14 +477,20 @@ impl FileCoordinator {
         self.verify(worker_id, lock)
     }
 
-    fn grant(&mut self, worker_id: u64, file: File, state: Option<State>) -> Grant {
+    fn grant(
+        &mut self,
+        worker_id: u64,
+        file: File,
+        state: Option<State>,
+    ) -> Result<Grant, LeaseError> {
+        self.record_range(worker_id, &file)?;
         self.remove_stale_temps(worker_id);
         self.held = Some((worker_id, file));
-        Grant {
+        Ok(Grant {
             worker_id,
             state,
             ttl: None,
-        }
+        })
     }
 }
 
@@ -455,8 +501,12 @@ impl Coordinator for FileCoordinator {
             Sharing::Group => "&mode=group",
         };
         let scheme = self.assigned.as_ref().map_or("file", |(_, scheme)| *scheme);
+        let workers = self
+            .workers
+            .map(|range| format!("&workers={range}"))
+            .unwrap_or_default();
         format!(
-            "{scheme}://{}?app={}{mode}",
+            "{scheme}://{}?app={}{mode}{workers}",
             self.dir.parent().unwrap_or(&self.dir).display(),
             self.app
         )
@@ -475,11 +525,15 @@ impl Coordinator for FileCoordinator {
         if let Some((assigned, _)) = self.assigned.clone() {
             return self.acquire_assigned(layout, assigned);
         }
-        let max = layout.max_worker_id();
+        let uri = self.redacted_uri();
+        let workers = pool(&uri, layout, self.workers.as_ref())?;
         // (ready at, worker id, its locked file, its record): dropping the file unlocks it.
         let mut fallback: Option<(u64, u64, File, Option<State>)> = None;
-        for worker_id in 0..=max {
+        for worker_id in workers {
             let Some(file) = self.try_lock(worker_id)? else {
+                // Held: by a pool of a range that overlaps ours, since it is in ours.
+                let declared = self.declared_range(worker_id);
+                check_ranges(&uri, self.workers.as_ref(), [(worker_id, declared.trim())])?;
                 continue;
             };
             // The lock is held (dropping `file` releases it if reading the state fails).
@@ -487,17 +541,15 @@ impl Coordinator for FileCoordinator {
             let ready_at = ready_at_ms(layout, state.as_ref(), now_ms);
             if ready_at == 0 {
                 drop(fallback); // unlocks the one kept so far
-                return Ok(self.grant(worker_id, file, state));
+                return self.grant(worker_id, file, state);
             }
             if fallback.as_ref().is_none_or(|(best, ..)| ready_at < *best) {
                 fallback = Some((ready_at, worker_id, file, state));
             }
         }
         match fallback {
-            Some((_, worker_id, file, state)) => Ok(self.grant(worker_id, file, state)),
-            None => Err(LeaseError::Core(Error::WorkerPoolExhausted {
-                workers: max + 1,
-            })),
+            Some((_, worker_id, file, state)) => self.grant(worker_id, file, state),
+            None => Err(exhausted(&uri, layout, self.workers.as_ref())),
         }
     }
 

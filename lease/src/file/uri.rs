@@ -27,7 +27,7 @@ pub(crate) fn target(uri: &str, scheme: &str) -> Result<Target, LeaseError> {
         reserve,
         table,
         write_delay,
-        workers: _,
+        workers,
         mut passthrough,
     } = common(uri, &parts)?;
     let sharing = match passthrough.iter().find(|(key, _)| *key == "mode") {
@@ -88,6 +88,7 @@ pub(crate) fn target(uri: &str, scheme: &str) -> Result<Target, LeaseError> {
         }
     };
     coordinator.set_write_delay(write_delay);
+    coordinator.set_workers(workers);
     Ok(Target {
         coordinator: Box::new(coordinator),
         reserve,

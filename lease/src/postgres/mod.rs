@@ -19,11 +19,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clockflake::{Error, Layout, State};
+use clockflake::{Layout, State};
 use tokio_postgres::config::LoadBalanceHosts;
 use tokio_postgres::{Config, Row};
 
-use crate::coordinator::{preference_order, Coordinator, Grant};
+use crate::coordinator::{
+    check_ranges, declared_range, exhausted, owner_with_range, pool, preference_order, Coordinator,
+    Grant, WorkerRange,
+};
 use crate::LeaseError;
 
 mod columns;
@@ -57,6 +60,8 @@ pub struct PostgresCoordinator {
     /// `None`: `sslmode=prefer` without `sslrootcert`, built at the first connection.
     tls: Option<PgTls>,
     max_skew: Option<Duration>,
+    /// The URI's `workers` range (`None`: every worker id of the layout).
+    workers: Option<WorkerRange>,
     /// Set when the server warns that it cancelled a wait for synchronous replication.
     sync_rep_notice: Arc<AtomicBool>,
 }
@@ -96,6 +101,7 @@ impl PostgresCoordinator {
             schema_ready: false,
             tls: None,
             max_skew: Some(crate::coordinator::DEFAULT_MAX_SKEW),
+            workers: None,
             sync_rep_notice: Arc::default(),
         }
     }
@@ -128,6 +134,52 @@ impl PostgresCoordinator {
     pub fn with_max_skew(mut self, max_skew: Option<Duration>) -> PostgresCoordinator {
         self.max_skew = max_skew;
         self
+    }
+
+    /// Leases only worker ids in `workers` (the URI's `workers=LO-HI`). The range is written
+    /// into the `owner` column with the lease (` workers=LO-HI` after the owner token), where
+    /// other pools read it to refuse a range that overlaps theirs (`WORKER_RANGE_CONFLICT`).
+    pub fn with_workers(mut self, workers: Option<WorkerRange>) -> PostgresCoordinator {
+        let token = self
+            .owner
+            .rsplit_once(" workers=")
+            .map_or(self.owner.as_str(), |(token, _)| token);
+        self.owner = owner_with_range(token, workers.as_ref());
+        self.workers = workers;
+        self
+    }
+
+    /// `WORKER_RANGE_CONFLICT` if a live holder of the app declared a range (in its owner
+    /// token) that overlaps this pool's and differs from it.
+    fn check_live_ranges(&mut self) -> Result<(), LeaseError> {
+        if self.workers.is_none() {
+            return Ok(());
+        }
+        let app = self.app.clone();
+        let live = self.with_client(|db, table| {
+            db.query(
+                &format!(
+                    "SELECT worker_id, owner FROM {table} \
+                     WHERE app = $1 AND owner LIKE '% workers=%' AND expires_at > now() \
+                     ORDER BY worker_id"
+                ),
+                &[&app],
+            )
+        })?;
+        let live: Vec<(u64, String)> = live
+            .iter()
+            .map(|row| {
+                let worker: i32 = row.get("worker_id");
+                let owner: String = row.get("owner");
+                (u64::try_from(worker).unwrap_or(0), owner)
+            })
+            .collect();
+        check_ranges(
+            &self.redacted_uri,
+            self.workers.as_ref(),
+            live.iter()
+                .map(|(worker, owner)| (*worker, declared_range(owner))),
+        )
     }
 
     /// How far past the server's clock a grant raises the marks of a stale row (see
@@ -283,10 +335,13 @@ impl Coordinator for PostgresCoordinator {
         if self.held.is_some() {
             return Err(self.unavailable("this coordinator already holds a lease"));
         }
+        let workers = pool(&self.redacted_uri, layout, self.workers.as_ref())?;
         self.ensure_schema(layout)?;
+        self.check_live_ranges()?;
         let (app, owner) = (self.app.clone(), self.owner.clone());
         let ttl_s = self.ttl.as_secs_f64();
-        let max = i32::try_from(layout.max_worker_id()).unwrap_or(i32::MAX);
+        let first = i32::try_from(*workers.start()).unwrap_or(i32::MAX);
+        let last = i32::try_from(*workers.end()).unwrap_or(i32::MAX);
         const FREE: &str = "(owner IS NULL OR expires_at IS NULL OR expires_at <= now())";
         // How many free rows are read to find one whose record is usable at once.
         const CANDIDATES: usize = 256;
@@ -298,10 +353,10 @@ impl Coordinator for PostgresCoordinator {
                     "SELECT worker_id, epoch, layout_fingerprint, clock_seq, high_water_ms, \
                          {stale} AS stale \
                      FROM {table} \
-                     WHERE app = $1 AND worker_id <= $2 AND {FREE} \
+                     WHERE app = $1 AND worker_id BETWEEN $2 AND $3 AND {FREE} \
                      ORDER BY worker_id LIMIT {CANDIDATES}"
                 ),
-                &[&app, &max],
+                &[&app, &first, &last],
             )
         })?;
         // A stale row is usable only once its raised marks pass (see `granted_marks`).
@@ -354,14 +409,25 @@ impl Coordinator for PostgresCoordinator {
                 return Ok(preferred);
             }
             db.query(
-                &grant("worker_id <= $4", "worker_id"),
-                &[&app, &owner, &ttl_s, &max, &fence_ms, &fingerprint, &clock_seqs],
+                &grant("worker_id BETWEEN $4 AND $8", "worker_id"),
+                &[
+                    &app,
+                    &owner,
+                    &ttl_s,
+                    &first,
+                    &fence_ms,
+                    &fingerprint,
+                    &clock_seqs,
+                    &last,
+                ],
             )
         })?;
         let Some(row) = rows.first() else {
-            return Err(LeaseError::Core(Error::WorkerPoolExhausted {
-                workers: layout.max_worker_id() + 1,
-            }));
+            return Err(exhausted(
+                &self.redacted_uri,
+                layout,
+                self.workers.as_ref(),
+            ));
         };
         let worker_id: i32 = row.get("worker_id");
         let worker_id = u64::try_from(worker_id).unwrap_or(0);

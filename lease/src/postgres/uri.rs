@@ -72,13 +72,18 @@ pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
         Vec::new()
     };
     let app = params.app;
-    let redacted_uri = format!("{}?app={app}", parts.base());
+    let workers = params.workers;
+    let redacted_uri = match workers {
+        Some(range) => format!("{}?app={app}&workers={range}", parts.base()),
+        None => format!("{}?app={app}", parts.base()),
+    };
     Ok(Target {
         coordinator: Box::new(
             PostgresCoordinator::new(config, redacted_uri, &table, &app, ttl, owner_token())
                 .with_each_host(each_host)
                 .with_tls(tls)
-                .with_max_skew(max_skew),
+                .with_max_skew(max_skew)
+                .with_workers(workers),
         ),
         reserve: ttl,
     })

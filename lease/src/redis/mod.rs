@@ -29,9 +29,12 @@ use std::time::Duration;
 use ::redis::{
     Client, Connection, ConnectionAddr, ConnectionLike, IntoConnectionInfo, RedisConnectionInfo,
 };
-use clockflake::{Error, Layout, State};
+use clockflake::{Layout, State};
 
-use crate::coordinator::{preference_order, Coordinator, Grant};
+use crate::coordinator::{
+    check_ranges, declared_range, exhausted, owner_with_range, pool, preference_order, Coordinator,
+    Grant, WorkerRange,
+};
 use crate::LeaseError;
 
 pub(crate) mod uri;
@@ -39,12 +42,12 @@ pub(crate) mod uri;
 /// How many free worker ids are read to find one whose record is usable at once.
 const CANDIDATES: usize = 256;
 
-/// The free worker ids (no lease key) from 0 up to ARGV[2], at most ARGV[3] of them, each
-/// with its hash's epoch and record: `{id, epoch, has_state, state}`.
+/// The free worker ids (no lease key) from ARGV[4] up to ARGV[2], at most ARGV[3] of them,
+/// each with its hash's epoch and record: `{id, epoch, has_state, state}`.
 const LIST: &str = r"
-local prefix, max, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local prefix, max, limit, first = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local out = {}
-for id = 0, max do
+for id = first, max do
   if redis.call('EXISTS', prefix .. 'lease:' .. id) == 0 then
     local rec = redis.call('HMGET', prefix .. 'worker:' .. id, 'epoch', 'state')
     out[#out + 1] = {id, tonumber(rec[1] or '0') or 0, rec[2] and 1 or 0, rec[2] or ''}
@@ -54,12 +57,13 @@ end
 return out
 ";
 
-/// Grants the first free worker id of ARGV[5..] (the preferred order), else the lowest free
-/// one up to ARGV[4]: raises its epoch, writes an empty record on its first grant, and sets
+/// Grants the first free worker id of ARGV[6..] (the preferred order), else the lowest free
+/// one from ARGV[5] up to ARGV[4]: raises its epoch, writes an empty record on its first grant, and sets
 /// the lease `EPOCH OWNER` with `PX` ARGV[3]. Returns `{id, epoch, has_state, state}` (the
 /// record as it was before the grant) or nil when every worker id is held.
 const GRANT: &str = r"
 local prefix, owner, ttl_ms, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local first = tonumber(ARGV[5])
 local function take(id)
   local lease = prefix .. 'lease:' .. id
   if redis.call('EXISTS', lease) == 1 then return nil end
@@ -73,15 +77,29 @@ local function take(id)
   redis.call('SET', lease, epoch .. ' ' .. owner, 'PX', ttl_ms)
   return {id, epoch, state and 1 or 0, state or ''}
 end
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   local granted = take(tonumber(ARGV[i]))
   if granted then return granted end
 end
-for id = 0, max do
+for id = first, max do
   local granted = take(id)
   if granted then return granted end
 end
 return nil
+";
+
+/// The live leases (worker ids 0 to ARGV[2]) whose value declares a range (` workers=`):
+/// `{id, value}`.
+const DECLARED: &str = r"
+local prefix, max = ARGV[1], tonumber(ARGV[2])
+local out = {}
+for id = 0, max do
+  local value = redis.call('GET', prefix .. 'lease:' .. id)
+  if value and string.find(value, ' workers=', 1, true) then
+    out[#out + 1] = {id, value}
+  end
+end
+return out
 ";
 
 /// KEYS: the lease, the worker hash. ARGV: `EPOCH OWNER`, the epoch, the TTL in ms, the
@@ -126,6 +144,8 @@ pub struct RedisCoordinator {
     max_skew: Option<Duration>,
     /// How the coordinator guards against a failover to a replica behind the primary.
     replication: Replication,
+    /// The URI's `workers` range (`None`: every worker id of the layout).
+    workers: Option<WorkerRange>,
     /// Whether the server's replication setup was checked against `replication` (at the
     /// first grant).
     replication_checked: bool,
@@ -228,6 +248,7 @@ impl RedisCoordinator {
             max_skew: Some(crate::coordinator::DEFAULT_MAX_SKEW),
             replication: Replication::default(),
             replication_checked: false,
+            workers: None,
         })
     }
 
@@ -424,6 +445,40 @@ impl RedisCoordinator {
         Ok(())
     }
 
+    /// Leases only worker ids in `workers` (the URI's `workers=LO-HI`). The range is written
+    /// into the lease key's value (`EPOCH OWNER workers=LO-HI`), where other pools read it to
+    /// refuse a range that overlaps theirs (`WORKER_RANGE_CONFLICT`).
+    pub(crate) fn with_workers(mut self, workers: Option<WorkerRange>) -> RedisCoordinator {
+        let token = self
+            .owner
+            .rsplit_once(" workers=")
+            .map_or(self.owner.as_str(), |(token, _)| token);
+        self.owner = owner_with_range(token, workers.as_ref());
+        self.workers = workers;
+        self
+    }
+
+    /// `WORKER_RANGE_CONFLICT` if a live lease of the app declares a range that overlaps this
+    /// pool's and differs from it.
+    fn check_live_ranges(&mut self, max: u64) -> Result<(), LeaseError> {
+        if self.workers.is_none() {
+            return Ok(());
+        }
+        let prefix = self.prefix.clone();
+        let live: Vec<(u64, String)> = self.with_connection(|connection| {
+            ::redis::Script::new(DECLARED)
+                .arg(&prefix)
+                .arg(max)
+                .invoke(connection)
+        })?;
+        check_ranges(
+            &self.redacted_uri,
+            self.workers.as_ref(),
+            live.iter()
+                .map(|(worker, value)| (*worker, declared_range(value))),
+        )
+    }
+
     /// The start-up clock check's bound (`max_skew`; `None`: off); 5 s by default.
     pub fn with_max_skew(mut self, max_skew: Option<Duration>) -> RedisCoordinator {
         self.max_skew = max_skew;
@@ -440,8 +495,10 @@ impl Coordinator for RedisCoordinator {
         if self.held.is_some() {
             return Err(self.unavailable("this coordinator already holds a lease"));
         }
+        let workers = pool(&self.redacted_uri, layout, self.workers.as_ref())?;
         self.check_primary()?;
-        let max = layout.max_worker_id();
+        self.check_live_ranges(layout.max_worker_id())?;
+        let (first, max) = (*workers.start(), *workers.end());
         let prefix = self.prefix.clone();
         // The lowest free worker ids and their records, tried in `preference_order`.
         let listed: Vec<Listed> = self.with_connection(|connection| {
@@ -449,6 +506,7 @@ impl Coordinator for RedisCoordinator {
                 .arg(&prefix)
                 .arg(max)
                 .arg(CANDIDATES)
+                .arg(first)
                 .invoke(connection)
         })?;
         let candidates: Vec<u64> = preference_order(
@@ -465,16 +523,23 @@ impl Coordinator for RedisCoordinator {
         let granted: Option<Listed> = self.with_connection(|connection| {
             let script = ::redis::Script::new(GRANT);
             let mut invocation = script.prepare_invoke();
-            invocation.arg(&prefix).arg(&owner).arg(ttl_ms).arg(max);
+            invocation
+                .arg(&prefix)
+                .arg(&owner)
+                .arg(ttl_ms)
+                .arg(max)
+                .arg(first);
             for worker in &candidates {
                 invocation.arg(*worker);
             }
             invocation.invoke(connection)
         })?;
         let Some((worker_id, epoch, has_state, text)) = granted else {
-            return Err(LeaseError::Core(Error::WorkerPoolExhausted {
-                workers: max + 1,
-            }));
+            return Err(exhausted(
+                &self.redacted_uri,
+                layout,
+                self.workers.as_ref(),
+            ));
         };
         self.held = Some((worker_id, epoch, format!("{epoch} {owner}")));
         if let Err(error) = self.await_replicas("grant") {

@@ -17,6 +17,7 @@ pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
     let mut cacert = None;
     let mut max_skew = Some(crate::coordinator::DEFAULT_MAX_SKEW);
     let mut replication = crate::redis::Replication::default();
+    let mut workers = None;
     for (key, value) in &parts.query {
         match key.as_str() {
             "app" => app = value.clone(),
@@ -26,6 +27,7 @@ pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
                     .ok_or_else(|| invalid(uri, "ttl must look like 10s, 1500ms or 2m"))?
             }
             "max_skew" => max_skew = crate::uri::parse_max_skew(uri, value)?,
+            "workers" => workers = Some(crate::uri::parse_workers(uri, value)?),
             "min_replicas" => {
                 replication.min_replicas = value
                     .parse()
@@ -41,7 +43,7 @@ pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
                 return Err(invalid(
                     uri,
                     format!(
-                        "unknown parameter {key:?} for {}:// (expected app, ttl, max_skew, min_replicas, replication{})",
+                        "unknown parameter {key:?} for {}:// (expected app, ttl, max_skew, workers, min_replicas, replication{})",
                         parts.scheme,
                         if tls { ", cacert" } else { "" }
                     ),
@@ -87,7 +89,10 @@ pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
         ),
         None => None,
     };
-    let redacted_uri = format!("{}?app={app}", parts.base());
+    let redacted_uri = match workers {
+        Some(range) => format!("{}?app={app}&workers={range}", parts.base()),
+        None => format!("{}?app={app}", parts.base()),
+    };
     let endpoint = crate::redis::Endpoint {
         host,
         port: port.unwrap_or(6379),
@@ -101,7 +106,8 @@ pub(crate) fn target(uri: &str) -> Result<Target, LeaseError> {
         crate::redis::RedisCoordinator::new(endpoint, redacted_uri, &app, ttl, owner_token())
             .map_err(|reason| invalid(uri, reason))?
             .with_max_skew(max_skew)
-            .with_replication(replication);
+            .with_replication(replication)
+            .with_workers(workers);
     Ok(Target {
         coordinator: Box::new(coordinator),
         reserve: ttl,

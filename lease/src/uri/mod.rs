@@ -433,7 +433,6 @@ pub(crate) struct Common<'a> {
     pub table: Option<String>,
     pub write_delay: Option<Duration>,
     /// `workers=LO-HI` or `workers=N`: the worker ids this pool may lease.
-    #[allow(dead_code)] // until every coordinator reads it
     pub workers: Option<crate::coordinator::WorkerRange>,
     pub passthrough: Vec<(&'a str, &'a str)>,
 }
@@ -616,6 +615,41 @@ mod tests {
             "file:///tmp/x?max_skew=5s",
         ] {
             assert_eq!(code(uri), "INVALID_URI", "{uri}");
+        }
+    }
+
+    /// `workers=` on every scheme: malformed or empty ranges are refused when the URI is
+    /// read, naming the problem (whether a range fits the layout is checked at acquire).
+    #[test]
+    fn malformed_worker_ranges_are_refused_on_every_scheme() {
+        let bases = [
+            "file:///tmp/clockflake-uri-test?app=a&",
+            "env:///tmp/clockflake-uri-test?app=a&",
+            "postgres://u@127.0.0.1/db?",
+            "redis://127.0.0.1:6379/0?",
+            "zookeeper://127.0.0.1:2181/snowflake/a?",
+        ];
+        for base in bases {
+            for (range, reason) in [
+                ("", "workers must look like"),
+                ("5-2", "is empty"),
+                ("a-b", "workers must look like"),
+                ("-3", "workers must look like"),
+                ("1-", "workers must look like"),
+                ("0x10", "workers must look like"),
+                ("+1", "workers must look like"),
+                ("1--2", "workers must look like"),
+                ("1-2-3", "workers must look like"),
+                (" 1", "workers must look like"),
+                ("99999999999999999999", "workers must look like"),
+            ] {
+                let uri = format!("{base}workers={range}");
+                let Err(error) = connect(&uri) else {
+                    panic!("{uri} was accepted");
+                };
+                assert_eq!(error.code(), "INVALID_URI", "{uri}");
+                assert!(error.to_string().contains(reason), "{uri}: {error}");
+            }
         }
     }
 

@@ -3,13 +3,13 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
-use clockflake::{Error, Layout, State};
+use clockflake::{Layout, State};
 use zookeeper_client as zk;
 
 use super::offline::merge_marks;
 use super::session::{open_options, Fault, Held};
 use super::ZooKeeperCoordinator;
-use crate::coordinator::ready_at_ms;
+use crate::coordinator::{check_ranges, exhausted, pool, ready_at_ms};
 use crate::{record, LeaseError};
 
 /// How many times start-up lists the nodes again after losing every candidate to others.
@@ -61,12 +61,40 @@ impl ZooKeeperCoordinator {
         Ok((servers, instances))
     }
 
+    /// `WORKER_RANGE_CONFLICT` if a live holder (an `instances/<worker>` node, of a worker id
+    /// below `workers`) declared a range in its data that overlaps this pool's and differs
+    /// from it. One read per live holder, only when this pool declares a range.
+    fn check_live_ranges(&self, workers: u64) -> Result<(), LeaseError> {
+        if self.workers.is_none() {
+            return Ok(());
+        }
+        let (_, in_use) = self.list(workers)?;
+        let mut in_use: Vec<u64> = in_use.into_iter().filter(|w| *w < workers).collect();
+        in_use.sort_unstable();
+        for worker in in_use {
+            let Some(data) = self.instance_data(worker)? else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&data);
+            let declared = text
+                .split(' ')
+                .find_map(|word| word.strip_prefix("workers="))
+                .unwrap_or("");
+            check_ranges(&self.redacted_uri, self.workers.as_ref(), [(worker, declared)])?;
+        }
+        Ok(())
+    }
+
     /// Tries to make `worker` ours by creating its ephemeral node: `Ok(true)` if created,
     /// `Ok(false)` if it exists (someone else's).
     pub(super) fn try_claim(&self, worker: u64) -> Result<bool, LeaseError> {
         let path = format!("{}/{worker}", self.instances_dir());
         let timeout_ms = self.session.as_ref().map_or(0, |s| s.timeout.as_millis());
-        let data = format!("{} {timeout_ms}", self.identity).into_bytes();
+        let mut data = format!("{} {timeout_ms}", self.identity);
+        if let Some(range) = self.workers {
+            data.push_str(&format!(" workers={range}"));
+        }
+        let data = data.into_bytes();
         let created = self.call(|client| async move {
             let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
             client.create(&path, &data, &options).await
@@ -222,8 +250,13 @@ impl ZooKeeperCoordinator {
     /// (in the order of the type's docs) whose record can be used at `now_ms`; if none can,
     /// the one usable first.
     pub(super) fn claim(&self, layout: &Layout, now_ms: u64) -> Result<u64, LeaseError> {
+        let range = pool(&self.redacted_uri, layout, self.workers.as_ref())?;
         let workers = layout.max_worker_id().saturating_add(1);
-        if let Some(worker) = self.read_cache(workers) {
+        self.check_live_ranges(workers)?;
+        if let Some(worker) = self
+            .read_cache(workers)
+            .filter(|worker| range.contains(worker))
+        {
             let own = format!("{}/{}_{worker}", self.servers_dir(), self.identity);
             let exists = {
                 let own = own.clone();
@@ -246,19 +279,22 @@ impl ZooKeeperCoordinator {
                 .iter()
                 .filter(|n| n.identity == self.identity)
                 .map(|n| n.worker)
-                .filter(|w| !in_use.contains(w))
+                .filter(|w| !in_use.contains(w) && range.contains(w))
                 .collect();
             own.sort_unstable();
             own.dedup();
             // 2. The smallest worker ids no `servers` node names (never used: usable at once).
             let named: HashSet<u64> = servers.iter().map(|n| n.worker).collect();
-            let fresh: Vec<u64> = (0..workers)
+            let fresh: Vec<u64> = range
+                .clone()
                 .filter(|w| !named.contains(w) && !in_use.contains(w))
                 .take(FRESH_PER_ROUND)
                 .collect();
             // 3. Every id has a node: take over one not in use, least recently used first.
             let (takeover, skipped_bound) = if fresh.is_empty() {
-                self.takeover_order(&servers, &in_use)?
+                let (order, skipped) = self.takeover_order(&servers, &in_use)?;
+                let order = order.into_iter().filter(|w| range.contains(w)).collect();
+                (order, skipped)
             } else {
                 (Vec::new(), false)
             };
@@ -291,8 +327,8 @@ impl ZooKeeperCoordinator {
                 }
             }
             // Every worker id in use, or bound to another identity: listing again is no use.
-            if !tried && (skipped_bound || (0..workers).all(|w| in_use.contains(&w))) {
-                return Err(LeaseError::Core(Error::WorkerPoolExhausted { workers }));
+            if !tried && (skipped_bound || range.clone().all(|w| in_use.contains(&w))) {
+                return Err(exhausted(&self.redacted_uri, layout, self.workers.as_ref()));
             }
         }
         Err(self.unavailable(format!(

@@ -85,6 +85,7 @@ impl ZooKeeperCoordinator {
         let mut max_skew = Some(crate::coordinator::DEFAULT_MAX_SKEW);
         let mut takeover = true;
         let mut offline = false;
+        let mut workers = None;
         for (key, value) in parts.query {
             match key.as_str() {
                 "app" => app = Some(value),
@@ -115,6 +116,7 @@ impl ZooKeeperCoordinator {
                     cache = Some(PathBuf::from(value));
                 }
                 "max_skew" => max_skew = crate::uri::parse_max_skew(uri, &value)?,
+                "workers" => workers = Some(crate::uri::parse_workers(uri, &value)?),
                 "takeover" => {
                     takeover = match value.as_str() {
                         "on" => true,
@@ -134,7 +136,7 @@ impl ZooKeeperCoordinator {
                         uri,
                         format!(
                             "unknown parameter {other:?} for zookeeper:// \
-                             (expected app, ttl, server, port, cache, takeover, offline, max_skew)"
+                             (expected app, ttl, server, port, cache, takeover, offline, max_skew, workers)"
                         ),
                     ))
                 }
@@ -194,7 +196,10 @@ impl ZooKeeperCoordinator {
             ),
         };
         check_identity(uri, &identity)?;
-        let redacted_uri = format!("zookeeper://{hosts}{root}?server={identity}");
+        let mut redacted_uri = format!("zookeeper://{hosts}{root}?server={identity}");
+        if let Some(range) = workers {
+            redacted_uri.push_str(&format!("&workers={range}"));
+        }
         Ok(ZooKeeperCoordinator {
             hosts,
             root,
@@ -207,6 +212,7 @@ impl ZooKeeperCoordinator {
             unreachable: None,
             offline_worker: None,
             max_skew,
+            workers,
             redacted_uri,
             runtime: None,
             session: None,

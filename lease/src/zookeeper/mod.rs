@@ -121,6 +121,9 @@ pub struct ZooKeeperCoordinator {
     /// The worker id held from the cache, without ZooKeeper (`offline=cache`).
     offline_worker: Option<u64>,
     max_skew: Option<Duration>,
+    /// The URI's `workers` range (`None`: every worker id of the layout); recorded in the
+    /// data of the `instances/<worker>` node a holder creates.
+    workers: Option<crate::coordinator::WorkerRange>,
     redacted_uri: String,
     runtime: Option<tokio::runtime::Runtime>,
     session: Option<Session>,

@@ -109,10 +109,11 @@ impl ZooKeeperCoordinator {
                  (start once with ZooKeeper up)",
             );
         };
-        if cached.worker > layout.max_worker_id() || state.worker_id != cached.worker {
+        let in_range = self.workers.is_none_or(|range| range.contains(cached.worker));
+        if cached.worker > layout.max_worker_id() || state.worker_id != cached.worker || !in_range {
             return refuse(
                 self,
-                "the cached worker id does not fit this layout or its record",
+                "the cached worker id does not fit this layout, its record or the workers range",
             );
         }
         self.offline_worker = Some(cached.worker);
