@@ -145,8 +145,8 @@ export interface PartsInput {
  * problems are `TypeError` (`INVALID_ARG_TYPE`, `UNKNOWN_OPTION`) or `RangeError` (a number that
  * is not an integer 0..=2^53-1, with the field's range code or `INVALID_ARG_VALUE`). Leased
  * generators add `LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, `INVALID_URI`, `COORDINATOR_UNAVAILABLE`,
- * `CLOCK_SKEW`, `GENERATOR_CLOSED`, `INVALID_STATE` (a stored state record that cannot be read)
- * and `NATIVE_UNAVAILABLE` (no native addon for this platform or runtime: `Generator.open` only);
+ * `CLOCK_SKEW`, `WORKER_RANGE_CONFLICT` (two pools' `workers` ranges overlap), `GENERATOR_CLOSED`,
+ * `INVALID_STATE` (a stored state record that cannot be read) and `NATIVE_UNAVAILABLE` (no native addon for this platform or runtime: `Generator.open` only);
  * `PublicIds` adds `INVALID_PUBLIC_ID`, `UNKNOWN_KEY_VERSION` and `INVALID_KEY_VERSION`.
  */
 export declare class ClockflakeError extends Error {

@@ -4,8 +4,8 @@ use std::fmt;
 
 /// Why a leased generator refused. [`LeaseError::code`] is a stable SCREAMING_SNAKE string:
 /// core's codes (`LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, `INVALID_STATE`, ...) where core has
-/// one, and `INVALID_URI`, `COORDINATOR_UNAVAILABLE`, `GENERATOR_CLOSED`, `CLOCK_SKEW` for what
-/// core cannot know.
+/// one, and `INVALID_URI`, `COORDINATOR_UNAVAILABLE`, `GENERATOR_CLOSED`, `CLOCK_SKEW`,
+/// `WORKER_RANGE_CONFLICT` for what core cannot know.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LeaseError {
@@ -150,11 +150,16 @@ impl LeaseError {
 
     /// The codes this crate adds to core's [`clockflake::Error::CODES`] (its other errors
     /// carry core's codes: `LEASE_LOST`, `INVALID_STATE`, `GENERATOR_CLOSED`, ...).
-    pub const CODES: [&'static str; 3] = ["INVALID_URI", "COORDINATOR_UNAVAILABLE", "CLOCK_SKEW"];
+    pub const CODES: [&'static str; 4] = [
+        "INVALID_URI",
+        "COORDINATOR_UNAVAILABLE",
+        "CLOCK_SKEW",
+        "WORKER_RANGE_CONFLICT",
+    ];
 
     /// One error of each code of [`LeaseError::CODES`], in that order: the table bindings
     /// check their error mapping against, beside core's [`clockflake::Error::EXAMPLES`].
-    pub const EXAMPLES: [LeaseError; 3] = [
+    pub const EXAMPLES: [LeaseError; 4] = [
         LeaseError::InvalidUri {
             uri: String::new(),
             reason: String::new(),
@@ -170,6 +175,12 @@ impl LeaseError {
             skew_ms: 0,
             round_trip_ms: 0,
             max_skew_ms: 0,
+        },
+        LeaseError::WorkerRangeConflict {
+            coordinator: String::new(),
+            declared: String::new(),
+            live: String::new(),
+            worker_id: 0,
         },
     ];
 

@@ -22,7 +22,8 @@ pub struct Config {
     /// redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s (or rediss:// for TLS),
     /// zookeeper://HOST:PORT/snowflake/APP?ttl=10s, k8s:///DIR?app=NAME (a StatefulSet pod's
     /// ordinal) or env:///DIR?app=NAME (CLOCKFLAKE_WORKER_ID). Prefer the environment variable
-    /// when the URI carries a password.
+    /// when the URI carries a password. Every scheme takes workers=LO-HI: lease only worker ids
+    /// in that range (one range per region, each on its own coordinator).
     #[arg(long, env = "CLOCKFLAKE_LEASE", hide_env_values = true)]
     pub lease: String,
 

@@ -133,6 +133,7 @@ __all__ = [
     "WorkerIdInvalidatedError",
     "WorkerIdOutOfRangeError",
     "WorkerPoolExhaustedError",
+    "WorkerRangeConflictError",
 ]
 
 layouts: dict[str, LayoutInfo] = {name: describe_layout(name) for name in _clockflake.PRESET_NAMES}

@@ -38,6 +38,7 @@ __all__ = [
     "CoordinatorUnavailableError",
     "GeneratorClosedError",
     "ClockSkewError",
+    "WorkerRangeConflictError",
     "InvalidPublicIdError",
     "UnknownKeyVersionError",
     "InvalidKeyVersionError",
@@ -238,6 +239,14 @@ class ClockSkewError(ClockflakeError, RuntimeError):
     worker id was given back untouched and no id was issued."""
 
     code = "CLOCK_SKEW"
+
+
+class WorkerRangeConflictError(ClockflakeError, RuntimeError):
+    """A live holder of the same app on this coordinator declared a ``workers`` range that
+    overlaps this pool's and differs from it: two pools' ranges overlap, so the plan of ranges
+    (one per region) is inconsistent. Nothing was taken."""
+
+    code = "WORKER_RANGE_CONFLICT"
 
 
 # The coordinator cannot be reached or failed (I/O error, database down): also ConnectionError,
