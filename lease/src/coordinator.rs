@@ -309,28 +309,37 @@ pub(crate) fn exhausted(
 
 /// The visible overlap check, at acquire: refuses with `WORKER_RANGE_CONFLICT` when a live
 /// holder of the same application on this coordinator declared a range (stored beside its
-/// lease, in [`WorkerRange`]'s `Display` form) that overlaps `declared` and differs from it.
+/// lease, in [`WorkerRange`]'s `Display` form) that overlaps this pool's and differs from it.
 /// `live` gives each live holder's worker id and stored range text, empty when it declared
-/// none. A pool without a `workers` range declares nothing and is not checked, nor are
-/// holders that declared none (the single-pool default, and holders of earlier versions):
-/// only two explicit plans that disagree are refused. The same range in two pools of one
-/// coordinator is allowed (the lease already keeps them apart).
+/// none. This pool's range is `declared`, or without one all of `pool` (the layout's worker
+/// ids): an instance that lacks `workers=` beside holders that declare ranges is refused too.
+/// Holders that declared none (the single-pool default, and holders of earlier versions) are
+/// not checked against, so that a pool can move to ranges one holder at a time. The same
+/// range in two pools of one coordinator is allowed (the lease keeps them apart).
 pub(crate) fn check_ranges<'a>(
     coordinator: &str,
     declared: Option<&WorkerRange>,
+    pool: &std::ops::RangeInclusive<u64>,
     live: impl IntoIterator<Item = (u64, &'a str)>,
 ) -> Result<(), LeaseError> {
-    let Some(declared) = declared else {
-        return Ok(());
+    let mine = match declared {
+        Some(range) => *range,
+        None => match WorkerRange::new(*pool.start(), *pool.end()) {
+            Some(range) => range,
+            None => return Ok(()),
+        },
     };
     for (worker_id, text) in live {
         let Ok(theirs) = WorkerRange::parse(text) else {
             continue;
         };
-        if theirs != *declared && theirs.overlaps(declared) {
+        if theirs != mine && theirs.overlaps(&mine) {
             return Err(LeaseError::WorkerRangeConflict {
                 coordinator: coordinator.to_owned(),
-                declared: declared.to_string(),
+                declared: match declared {
+                    Some(_) => mine.to_string(),
+                    None => format!("{mine} (no workers parameter: every worker id of the layout)"),
+                },
                 live: theirs.to_string(),
                 worker_id,
             });
@@ -354,7 +363,9 @@ pub(crate) fn owner_with_range(owner: &str, workers: Option<&WorkerRange>) -> St
 /// The range written into an owner token by [`owner_with_range`], empty when none.
 #[cfg(any(feature = "postgres", feature = "redis"))]
 pub(crate) fn declared_range(owner: &str) -> &str {
-    owner.rsplit_once(" workers=").map_or("", |(_, range)| range)
+    owner
+        .rsplit_once(" workers=")
+        .map_or("", |(_, range)| range)
 }
 
 #[cfg(test)]
@@ -372,7 +383,9 @@ mod tests {
         assert_eq!(range("5"), WorkerRange { first: 5, last: 5 });
         assert_eq!(range("7-7").to_string(), "7");
         assert_eq!(range("0-63").to_string(), "0-63");
-        for bad in ["", "-", "3-1", "a", "1-b", "-1", "1-", "+1", " 1", "1 - 2", "1-2-3"] {
+        for bad in [
+            "", "-", "3-1", "a", "1-b", "-1", "1-", "+1", " 1", "1 - 2", "1-2-3",
+        ] {
             assert!(WorkerRange::parse(bad).is_err(), "{bad:?}");
         }
     }
@@ -389,13 +402,18 @@ mod tests {
     fn the_pool_is_the_range_inside_the_layout() {
         let layout = Layout::CLOCKSEQ; // worker ids 0-127
         assert_eq!(pool("u", &layout, None).ok(), Some(0..=127));
-        assert_eq!(pool("u", &layout, Some(&range("64-127"))).ok(), Some(64..=127));
+        assert_eq!(
+            pool("u", &layout, Some(&range("64-127"))).ok(),
+            Some(64..=127)
+        );
         for outside in ["64-128", "128", "0-1000"] {
             let error = pool("u", &layout, Some(&range(outside))).err();
             let error = error.unwrap_or_else(|| panic!("{outside} accepted"));
             assert_eq!(error.code(), "INVALID_URI");
             assert!(
-                error.to_string().contains("outside the layout's worker ids 0-127"),
+                error
+                    .to_string()
+                    .contains("outside the layout's worker ids 0-127"),
                 "{error}"
             );
         }
@@ -411,13 +429,24 @@ mod tests {
     #[test]
     fn only_two_declared_ranges_that_overlap_and_differ_conflict() {
         let mine = range("0-63");
+        let all = 0..=127;
         let check = |live: &[(u64, &str)]| {
-            check_ranges("u", Some(&mine), live.iter().copied()).map_err(|e| e.code())
+            check_ranges("u", Some(&mine), &all, live.iter().copied()).map_err(|e| e.code())
         };
-        assert_eq!(check(&[(0, "0-63"), (70, "64-127"), (3, ""), (4, "junk")]), Ok(()));
+        assert_eq!(
+            check(&[(0, "0-63"), (70, "64-127"), (3, ""), (4, "junk")]),
+            Ok(())
+        );
         assert_eq!(check(&[(40, "32-95")]), Err("WORKER_RANGE_CONFLICT"));
         assert_eq!(check(&[(100, "0-127")]), Err("WORKER_RANGE_CONFLICT"));
-        // A pool that declares nothing is not checked.
-        assert!(check_ranges("u", None, [(40, "32-95")]).is_ok());
+        // A pool without a range is all of the layout: refused beside declared ranges, not
+        // beside holders that declared none.
+        let error = check_ranges("u", None, &all, [(40, "0-63")]).unwrap_err();
+        assert_eq!(error.code(), "WORKER_RANGE_CONFLICT");
+        assert!(
+            error.to_string().contains("no workers parameter"),
+            "{error}"
+        );
+        assert!(check_ranges("u", None, &all, [(40, ""), (41, "0-127")]).is_ok());
     }
 }

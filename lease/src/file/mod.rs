@@ -33,7 +33,9 @@ use std::time::Duration;
 
 use clockflake::{Error, Layout, State};
 
-use crate::coordinator::{check_ranges, exhausted, pool, ready_at_ms, Coordinator, Grant, WorkerRange};
+use crate::coordinator::{
+    check_ranges, exhausted, pool, ready_at_ms, Coordinator, Grant, WorkerRange,
+};
 use crate::fixed::Assigned;
 use crate::private_fs::{self, is_at_path};
 use crate::{record, LeaseError};
@@ -184,7 +186,10 @@ impl FileCoordinator {
                 max,
             }));
         }
-        if let Some(range) = self.workers.filter(|range| !range.contains(assigned.worker_id)) {
+        if let Some(range) = self
+            .workers
+            .filter(|range| !range.contains(assigned.worker_id))
+        {
             return Err(LeaseError::AssignedOutOfRange {
                 worker_id: assigned.worker_id,
                 source: assigned.source,
@@ -317,7 +322,10 @@ impl FileCoordinator {
     /// Records this pool's range in the lock file just locked (truncated first: a lock file
     /// keeps what its last holder wrote).
     fn record_range(&self, worker_id: u64, file: &File) -> Result<(), LeaseError> {
-        let range = self.workers.map(|range| range.to_string()).unwrap_or_default();
+        let range = self
+            .workers
+            .map(|range| range.to_string())
+            .unwrap_or_default();
         let fail = |error| {
             self.io_error(
                 &format!("cannot write {}", self.lock_path(worker_id).display()),
@@ -529,11 +537,16 @@ impl Coordinator for FileCoordinator {
         let workers = pool(&uri, layout, self.workers.as_ref())?;
         // (ready at, worker id, its locked file, its record): dropping the file unlocks it.
         let mut fallback: Option<(u64, u64, File, Option<State>)> = None;
-        for worker_id in workers {
+        for worker_id in workers.clone() {
             let Some(file) = self.try_lock(worker_id)? else {
                 // Held: by a pool of a range that overlaps ours, since it is in ours.
                 let declared = self.declared_range(worker_id);
-                check_ranges(&uri, self.workers.as_ref(), [(worker_id, declared.trim())])?;
+                check_ranges(
+                    &uri,
+                    self.workers.as_ref(),
+                    &workers,
+                    [(worker_id, declared.trim())],
+                )?;
                 continue;
             };
             // The lock is held (dropping `file` releases it if reading the state fails).

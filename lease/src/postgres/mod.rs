@@ -15,6 +15,7 @@
 //! `tls.rs`, the TLS settings; `session.rs`, a connection whose every wait the client bounds;
 //! `uri.rs`, the URI.
 
+use std::ops::RangeInclusive;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -150,11 +151,8 @@ impl PostgresCoordinator {
     }
 
     /// `WORKER_RANGE_CONFLICT` if a live holder of the app declared a range (in its owner
-    /// token) that overlaps this pool's and differs from it.
-    fn check_live_ranges(&mut self) -> Result<(), LeaseError> {
-        if self.workers.is_none() {
-            return Ok(());
-        }
+    /// token) that overlaps this pool's (`pool` without a `workers` range) and differs.
+    fn check_live_ranges(&mut self, pool: &RangeInclusive<u64>) -> Result<(), LeaseError> {
         let app = self.app.clone();
         let live = self.with_client(|db, table| {
             db.query(
@@ -177,6 +175,7 @@ impl PostgresCoordinator {
         check_ranges(
             &self.redacted_uri,
             self.workers.as_ref(),
+            pool,
             live.iter()
                 .map(|(worker, owner)| (*worker, declared_range(owner))),
         )
@@ -337,7 +336,7 @@ impl Coordinator for PostgresCoordinator {
         }
         let workers = pool(&self.redacted_uri, layout, self.workers.as_ref())?;
         self.ensure_schema(layout)?;
-        self.check_live_ranges()?;
+        self.check_live_ranges(&workers)?;
         let (app, owner) = (self.app.clone(), self.owner.clone());
         let ttl_s = self.ttl.as_secs_f64();
         let first = i32::try_from(*workers.start()).unwrap_or(i32::MAX);
@@ -423,11 +422,7 @@ impl Coordinator for PostgresCoordinator {
             )
         })?;
         let Some(row) = rows.first() else {
-            return Err(exhausted(
-                &self.redacted_uri,
-                layout,
-                self.workers.as_ref(),
-            ));
+            return Err(exhausted(&self.redacted_uri, layout, self.workers.as_ref()));
         };
         let worker_id: i32 = row.get("worker_id");
         let worker_id = u64::try_from(worker_id).unwrap_or(0);

@@ -459,11 +459,12 @@ impl RedisCoordinator {
     }
 
     /// `WORKER_RANGE_CONFLICT` if a live lease of the app declares a range that overlaps this
-    /// pool's and differs from it.
-    fn check_live_ranges(&mut self, max: u64) -> Result<(), LeaseError> {
-        if self.workers.is_none() {
-            return Ok(());
-        }
+    /// pool's (`pool` without a `workers` range) and differs from it.
+    fn check_live_ranges(
+        &mut self,
+        max: u64,
+        pool: &std::ops::RangeInclusive<u64>,
+    ) -> Result<(), LeaseError> {
         let prefix = self.prefix.clone();
         let live: Vec<(u64, String)> = self.with_connection(|connection| {
             ::redis::Script::new(DECLARED)
@@ -474,6 +475,7 @@ impl RedisCoordinator {
         check_ranges(
             &self.redacted_uri,
             self.workers.as_ref(),
+            pool,
             live.iter()
                 .map(|(worker, value)| (*worker, declared_range(value))),
         )
@@ -497,7 +499,7 @@ impl Coordinator for RedisCoordinator {
         }
         let workers = pool(&self.redacted_uri, layout, self.workers.as_ref())?;
         self.check_primary()?;
-        self.check_live_ranges(layout.max_worker_id())?;
+        self.check_live_ranges(layout.max_worker_id(), &workers)?;
         let (first, max) = (*workers.start(), *workers.end());
         let prefix = self.prefix.clone();
         // The lowest free worker ids and their records, tried in `preference_order`.
@@ -535,11 +537,7 @@ impl Coordinator for RedisCoordinator {
             invocation.invoke(connection)
         })?;
         let Some((worker_id, epoch, has_state, text)) = granted else {
-            return Err(exhausted(
-                &self.redacted_uri,
-                layout,
-                self.workers.as_ref(),
-            ));
+            return Err(exhausted(&self.redacted_uri, layout, self.workers.as_ref()));
         };
         self.held = Some((worker_id, epoch, format!("{epoch} {owner}")));
         if let Err(error) = self.await_replicas("grant") {

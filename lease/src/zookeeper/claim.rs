@@ -63,8 +63,13 @@ impl ZooKeeperCoordinator {
 
     /// `WORKER_RANGE_CONFLICT` if a live holder (an `instances/<worker>` node, of a worker id
     /// below `workers`) declared a range in its data that overlaps this pool's and differs
-    /// from it. One read per live holder, only when this pool declares a range.
-    fn check_live_ranges(&self, workers: u64) -> Result<(), LeaseError> {
+    /// from it. One read per live holder, only when this pool declares a range (a pool without
+    /// one is not checked here: it would cost every start-up those reads).
+    fn check_live_ranges(
+        &self,
+        workers: u64,
+        pool: &std::ops::RangeInclusive<u64>,
+    ) -> Result<(), LeaseError> {
         if self.workers.is_none() {
             return Ok(());
         }
@@ -80,7 +85,12 @@ impl ZooKeeperCoordinator {
                 .split(' ')
                 .find_map(|word| word.strip_prefix("workers="))
                 .unwrap_or("");
-            check_ranges(&self.redacted_uri, self.workers.as_ref(), [(worker, declared)])?;
+            check_ranges(
+                &self.redacted_uri,
+                self.workers.as_ref(),
+                pool,
+                [(worker, declared)],
+            )?;
         }
         Ok(())
     }
@@ -252,7 +262,7 @@ impl ZooKeeperCoordinator {
     pub(super) fn claim(&self, layout: &Layout, now_ms: u64) -> Result<u64, LeaseError> {
         let range = pool(&self.redacted_uri, layout, self.workers.as_ref())?;
         let workers = layout.max_worker_id().saturating_add(1);
-        self.check_live_ranges(workers)?;
+        self.check_live_ranges(workers, &range)?;
         if let Some(worker) = self
             .read_cache(workers)
             .filter(|worker| range.contains(worker))

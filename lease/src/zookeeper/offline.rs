@@ -109,7 +109,9 @@ impl ZooKeeperCoordinator {
                  (start once with ZooKeeper up)",
             );
         };
-        let in_range = self.workers.is_none_or(|range| range.contains(cached.worker));
+        let in_range = self
+            .workers
+            .is_none_or(|range| range.contains(cached.worker));
         if cached.worker > layout.max_worker_id() || state.worker_id != cached.worker || !in_range {
             return refuse(
                 self,
