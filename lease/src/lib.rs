@@ -9,6 +9,7 @@
 //! | `k8s:///var/lib/ids?app=orders` | a StatefulSet pod's ordinal, state on its volume as `file://` keeps it ([`fixed`]) |
 //! | `env:///var/lib/ids?app=orders` | the hand-assigned `CLOCKFLAKE_WORKER_ID`, state as `file://` keeps it ([`fixed`]) |
 //! | `redis://:password@cache:6379/0?app=orders&ttl=10s` | many hosts: a never-expiring hash per worker id (epoch, state record) and a lease key with `PX` on the server's clock, granted and renewed by Lua scripts ([`RedisCoordinator`]; `rediss://` for TLS) |
+//! | `etcd://e1:2379,e2:2379,e3:2379/?app=orders&ttl=10s` | many hosts: a `workers/ID` key per held worker id bound to an etcd lease with the TTL, a `state/ID` key with its record, written only while the worker key is the one granted ([`EtcdCoordinator`]; `etcds://` for TLS) |
 //! | `zookeeper://zk1:2181,zk2:2181/snowflake/orders?ttl=10s` | many hosts: persistent `servers/<ip:port>_<worker>` nodes keep a server's worker id, ephemeral `instances/<worker>` nodes mark it in use ([`ZooKeeperCoordinator`]) |
 //!
 //! Parameters: `app` (namespace, default `default`); `file://`: `reserve` (how far ahead the
@@ -36,6 +37,7 @@
 //! | `zookeeper` | `zookeeper://` | `zookeeper-client`, `tokio` |
 //! | `redis` | `redis://`, `rediss://` | `redis`, `rustls` |
 //! | `k8s` | `k8s://` | none |
+//! | `etcd` | `etcd://`, `etcds://` | `etcd-client` (tonic; its build needs `protoc`), `tokio` |
 //!
 //! ```no_run
 //! use clockflake::Layout;
@@ -52,6 +54,8 @@
 mod clock;
 mod coordinator;
 mod error;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod file;
 pub mod fixed;
 pub mod fork;
@@ -77,6 +81,8 @@ mod zookeeper;
 pub use clock::{boot_ms, wall_ms};
 pub use coordinator::{Coordinator, Grant, WorkerRange};
 pub use error::LeaseError;
+#[cfg(feature = "etcd")]
+pub use etcd::EtcdCoordinator;
 pub use file::FileCoordinator;
 pub use generator::{
     LeaseCounters, LeaseOptions, LeaseStats, LeasedGenerator, TickGrant, CLOSE_WAIT,

@@ -342,7 +342,12 @@ pub(crate) fn percent_decode(text: &str) -> Result<String, String> {
 
 /// The value of a `max_skew` URI parameter: `off`, or a duration like `5s`, `500ms`, `1m`
 /// (at least 1 ms). `uri` is for the `INVALID_URI` message only.
-#[cfg(any(feature = "postgres", feature = "redis", feature = "zookeeper"))]
+#[cfg(any(
+    feature = "postgres",
+    feature = "redis",
+    feature = "zookeeper",
+    feature = "etcd"
+))]
 pub(crate) fn parse_max_skew(uri: &str, value: &str) -> Result<Option<Duration>, LeaseError> {
     if value.eq_ignore_ascii_case("off") {
         return Ok(None);
@@ -489,11 +494,13 @@ pub(crate) fn parse_workers(
     feature = "postgres",
     feature = "redis",
     feature = "zookeeper",
-    feature = "k8s"
+    feature = "k8s",
+    feature = "etcd"
 )))]
 fn not_built(uri: &str, scheme: &str) -> LeaseError {
     let feature = match scheme {
         "rediss" => "redis",
+        "etcds" => "etcd",
         "postgresql" => "postgres",
         other => other,
     };
@@ -525,6 +532,8 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
         Some("postgres" | "postgresql") => crate::postgres::uri::target(uri),
         #[cfg(feature = "k8s")]
         Some("k8s") => crate::file::uri::target(uri, "k8s"),
+        #[cfg(feature = "etcd")]
+        Some("etcd" | "etcds") => crate::etcd::uri::target(uri),
         Some(scheme @ ("file" | "env")) => crate::file::uri::target(uri, scheme),
         #[cfg(not(feature = "redis"))]
         Some(scheme @ ("redis" | "rediss")) => Err(not_built(uri, scheme)),
@@ -534,11 +543,13 @@ pub(crate) fn connect(uri: &str) -> Result<Target, LeaseError> {
         Some(scheme @ ("postgres" | "postgresql")) => Err(not_built(uri, scheme)),
         #[cfg(not(feature = "k8s"))]
         Some(scheme @ "k8s") => Err(not_built(uri, scheme)),
+        #[cfg(not(feature = "etcd"))]
+        Some(scheme @ ("etcd" | "etcds")) => Err(not_built(uri, scheme)),
         Some(other) if is_scheme(other) => Err(invalid(
             uri,
             format!(
                 "unknown scheme {other:?}: expected file, postgres, redis, zookeeper, \
-                 k8s or env"
+                 etcd, k8s or env"
             ),
         )),
         _ => Err(invalid(uri, "no scheme")),
