@@ -252,3 +252,34 @@ fn no_password_in_messages_and_a_wrong_one_is_refused() {
         }
     }
 }
+
+/// Fencing: a worker key deleted by hand (the holder's etcd lease still alive) is taken by a
+/// newcomer; the old holder's keep-alive still succeeds, but its record write compares the
+/// key's revision and lease, fails, and the holder stops: it never writes over the
+/// newcomer's record nor issues beside it past that renewal.
+#[test]
+fn a_holder_whose_worker_key_was_taken_over_stops_at_its_next_renewal() {
+    let Some((_serial, app, uri)) = ETCD.namespace(&SERIAL, "fenced", "2s") else {
+        return;
+    };
+    let layout = single_worker();
+    let gen = std::sync::Arc::new(open(&uri, layout, LeaseOptions::default()).unwrap());
+    let before = paced(50, || gen.next_id().unwrap());
+    etcdctl(&["del", &format!("/clockflake/{app}/workers/0")]);
+    let (rival, _) = open_when_free(&uri, layout, Duration::from_secs(5));
+    let stopped = within(Duration::from_secs(5), {
+        let gen = std::sync::Arc::clone(&gen);
+        move || loop {
+            match gen.next_id() {
+                Ok(_) => std::thread::sleep(Duration::from_millis(5)),
+                Err(error) => return error,
+            }
+        }
+    });
+    let (error, _) = stopped.expect("the old holder stopped within 5 s");
+    assert_eq!(error.code(), "LEASE_LOST", "{error}");
+    assert!(error.to_string().contains("revision"), "{error}");
+    let rival_ids = paced(50, || rival.next_id().unwrap());
+    assert_unique("holder and rival", before.iter().chain(&rival_ids).copied());
+    rival.close().unwrap();
+}

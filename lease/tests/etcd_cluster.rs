@@ -73,7 +73,11 @@ fn a_holder_cut_off_past_its_ttl_stops_at_its_deadline_and_a_newcomer_takes_its_
     let others: Vec<String> = ["1", "2", "3"]
         .into_iter()
         .filter(|n| *n != follower)
-        .map(|n| cluster(&["endpoint", n]).trim_start_matches("etcd://").to_owned())
+        .map(|n| {
+            cluster(&["endpoint", n])
+                .trim_start_matches("etcd://")
+                .to_owned()
+        })
         .collect();
     let holder_uri = format!("{}/?app={app}&ttl=2s", cluster(&["endpoint", &follower]));
     let rival_uri = format!("etcd://{}/?app={app}&ttl=2s", others.join(","));
@@ -109,8 +113,14 @@ fn a_holder_cut_off_past_its_ttl_stops_at_its_deadline_and_a_newcomer_takes_its_
         last_held <= frozen_at + 2000,
         "the holder issued ids after its deadline (the TTL after its last renewal)"
     );
-    assert!(last_held < first_rival, "the holder and the newcomer overlapped");
+    assert!(
+        last_held < first_rival,
+        "the holder and the newcomer overlapped"
+    );
     assert!(granted_at > frozen_at);
-    assert_unique("holder + newcomer", holder_ids.iter().chain(&rival_ids).copied());
+    assert_unique(
+        "holder + newcomer",
+        holder_ids.iter().chain(&rival_ids).copied(),
+    );
     rival.close().unwrap();
 }
