@@ -16,6 +16,9 @@ use clockflake_lease::Grant;
 
 use crate::coordinator::Key;
 
+/// Real ms from which the boot clocks count (the schedule's start, less each holder's offset).
+const BOOTED_AT_MS: i64 = 1_760_000_000_000;
+
 /// Why core refused one attempt: the lease's limit (past the deadline or the reservation, as
 /// the real generator's `Shared::limited_now` refuses) or core's own rules.
 enum Miss {
@@ -41,7 +44,7 @@ pub struct InFlight {
 /// A leased generator that has started.
 pub struct Lease {
     pub worker_id: u64,
-    pub lock_file: Option<u64>,
+    pub token: Option<u64>,
     pub gen: Generator,
     /// The renewal thread's decisions (the production state machine).
     pub renewals: machine::Holder,
@@ -79,7 +82,7 @@ pub enum Phase {
     /// Granted; the first reservation sent.
     FirstReservation {
         grant: Grant,
-        lock_file: Option<u64>,
+        token: Option<u64>,
         gen: Generator,
         terms: Terms,
         renewal: Renewal,
@@ -94,8 +97,10 @@ pub struct Holder {
     pub key: Key,
     /// Wall clock minus real time.
     pub wall_offset_ms: i64,
-    /// Boot clock minus real time (constant: the boot clock counts through pauses).
-    pub boot_offset_ms: u64,
+    /// How long the machine had been up when the schedule started (the boot clock counts on
+    /// through pauses; a process restored from a snapshot keeps the boot clock it had, as
+    /// CRIU's time namespaces do).
+    pub boot_offset_ms: i64,
     /// Real ms until which the process is paused (GC, SIGSTOP, a VM migration).
     pub paused_until_ms: u64,
     /// Real ms until which its messages are lost (a partition).
@@ -103,6 +108,17 @@ pub struct Holder {
     /// Real ms of the renewal thread's next wake.
     pub next_wake_ms: u64,
     pub phase: Phase,
+    /// Whether the generator's time is the boot clock anchored to the wall clock (the real
+    /// generator's default, re-anchored by the renewal thread with `holder::follow_wall_clock`),
+    /// rather than the wall clock read directly (an injected clock).
+    pub boot_anchored: bool,
+    /// The anchor: the generator's time is `anchor_ms + boot` (when `boot_anchored`).
+    pub anchor_ms: u64,
+    /// Whether this process has a renewal thread: a copy made by `fork` has only the thread
+    /// that forked.
+    pub renewal_thread: bool,
+    /// The identity a ZooKeeper holder names its `servers` nodes by.
+    pub identity: u64,
 }
 
 /// Why an id attempt produced no id.
@@ -120,8 +136,87 @@ impl Holder {
         (real_ms as i64 + self.wall_offset_ms) as u64
     }
 
+    /// The generator's time: the wall clock, or the boot clock plus the anchor.
+    pub fn time_ms(&self, real_ms: u64) -> u64 {
+        if self.boot_anchored {
+            self.anchor_ms + self.boot_ms(real_ms)
+        } else {
+            self.wall_ms(real_ms)
+        }
+    }
+
+    /// A new life's time source (`Time::new`): anchored to the wall clock now.
+    pub fn anchor(&mut self, real_ms: u64) {
+        self.anchor_ms = self.wall_ms(real_ms).saturating_sub(self.boot_ms(real_ms));
+    }
+
+    /// A copy of this process as it is (a fork, a snapshot): the same memory, so the same
+    /// lease, limits and generator (core's `Generator` is not `Clone`: the copy's is resumed
+    /// from its state, at the next tick after its last id, as an exact copy would issue too,
+    /// less the rest of its last tick's sequence).
+    pub fn copy(&self, layout: &Layout) -> Holder {
+        let copy_gen = |gen: &Generator| {
+            Generator::resume(*layout, &gen.state(), Options::default())
+                .expect("a generator's own state resumes")
+        };
+        let phase = match &self.phase {
+            Phase::Idle => Phase::Idle,
+            Phase::Acquiring { sent_boot_ms } => Phase::Acquiring {
+                sent_boot_ms: *sent_boot_ms,
+            },
+            Phase::FirstReservation {
+                grant,
+                token,
+                gen,
+                terms,
+                renewal,
+                acquire_sent_boot_ms,
+                sent_boot_ms,
+            } => Phase::FirstReservation {
+                grant: grant.clone(),
+                token: *token,
+                gen: copy_gen(gen),
+                terms: *terms,
+                renewal: *renewal,
+                acquire_sent_boot_ms: *acquire_sent_boot_ms,
+                sent_boot_ms: *sent_boot_ms,
+            },
+            Phase::Active(lease) => Phase::Active(Lease {
+                worker_id: lease.worker_id,
+                token: lease.token,
+                gen: copy_gen(&lease.gen),
+                renewals: lease.renewals.clone(),
+                deadline_boot_ms: lease.deadline_boot_ms,
+                reserved_wall_ms: lease.reserved_wall_ms,
+                reserved_cs: lease.reserved_cs,
+                wanted_wall_ms: lease.wanted_wall_ms,
+                in_flight: lease.in_flight.as_ref().map(|sent| InFlight { ..*sent }),
+                pending: Vec::new(),
+            }),
+        };
+        Holder {
+            key: self.key,
+            wall_offset_ms: self.wall_offset_ms,
+            boot_offset_ms: self.boot_offset_ms,
+            paused_until_ms: 0,
+            partitioned_until_ms: 0,
+            next_wake_ms: self.next_wake_ms,
+            phase,
+            boot_anchored: self.boot_anchored,
+            anchor_ms: self.anchor_ms,
+            renewal_thread: self.renewal_thread,
+            identity: self.identity,
+        }
+    }
+
+    /// The boot clock: time since the machine booted (the schedule's start plus the offset).
     pub fn boot_ms(&self, real_ms: u64) -> u64 {
-        real_ms + self.boot_offset_ms
+        (real_ms as i64 - BOOTED_AT_MS + self.boot_offset_ms) as u64
+    }
+
+    /// Sets the boot clock to read `boot_ms` at `real_ms` (a process restored from a snapshot).
+    pub fn set_boot_ms(&mut self, real_ms: u64, boot_ms: u64) {
+        self.boot_offset_ms = boot_ms as i64 - (real_ms as i64 - BOOTED_AT_MS);
     }
 
     pub fn lease(&mut self) -> Option<&mut Lease> {
@@ -137,14 +232,14 @@ impl Holder {
         &mut self,
         layout: &Layout,
         grant: Grant,
-        lock_file: Option<u64>,
+        token: Option<u64>,
         reserve: Duration,
         real_ms: u64,
     ) -> Option<Renewal> {
         let Phase::Acquiring { sent_boot_ms } = self.phase else {
             return None;
         };
-        let now_ms = self.wall_ms(real_ms);
+        let now_ms = self.time_ms(real_ms);
         let (state, ready_at_ms) = protocol::resume(layout, &grant, now_ms, String::new).ok()?;
         let gen = Generator::resume(*layout, &state, Options::default()).ok()?;
         let terms = Terms::new(
@@ -163,7 +258,7 @@ impl Holder {
         };
         self.phase = Phase::FirstReservation {
             grant,
-            lock_file,
+            token,
             gen,
             terms,
             renewal,
@@ -179,7 +274,7 @@ impl Holder {
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let Phase::FirstReservation {
             grant,
-            lock_file,
+            token,
             gen,
             terms,
             renewal,
@@ -200,7 +295,7 @@ impl Holder {
         };
         self.phase = Phase::Active(Lease {
             worker_id: grant.worker_id,
-            lock_file,
+            token,
             deadline_boot_ms: terms.deadline_after(deadline_from),
             reserved_wall_ms: renewal.until_ms - terms.ahead_ms,
             reserved_cs: clock_seq,
@@ -223,7 +318,7 @@ impl Holder {
     /// One id call (`LeasedGenerator::try_next_id`): core on the limited clock, then the
     /// coverage check of the id's clock sequence.
     pub fn next_id(&mut self, layout: &Layout, real_ms: u64) -> Result<u64, Refusal> {
-        let wall_ms = self.wall_ms(real_ms);
+        let wall_ms = self.time_ms(real_ms);
         let boot_ms = self.boot_ms(real_ms);
         let Some(lease) = self.lease() else {
             return Err(Refusal::NotRunning);
@@ -324,8 +419,15 @@ impl Holder {
     /// renewal if due (the renewal to send); otherwise the coordinator's cheap check, which
     /// the caller runs.
     pub fn renewal_turn(&mut self, real_ms: u64, request: u64) -> Turn {
-        let wall_ms = self.wall_ms(real_ms);
         let boot_ms = self.boot_ms(real_ms);
+        if self.boot_anchored {
+            // The renewal thread follows the wall clock (`Time::follow_wall_clock`).
+            let wall = self.wall_ms(real_ms);
+            if let Some(anchor) = machine::follow_wall_clock(self.anchor_ms, wall, boot_ms) {
+                self.anchor_ms = anchor;
+            }
+        }
+        let wall_ms = self.time_ms(real_ms);
         let Some(lease) = self.lease() else {
             return Turn::Nothing;
         };
@@ -372,7 +474,7 @@ impl Holder {
         let lease = self.lease()?;
         Some((
             lease.worker_id,
-            lease.lock_file,
+            lease.token,
             lease.renewals.released(lease.gen.state(), exact),
         ))
     }

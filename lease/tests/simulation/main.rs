@@ -28,6 +28,8 @@ mod world;
 
 use std::process::ExitCode;
 
+use coordinator::Kind;
+
 /// The mechanisms a schedule can switch off, each to check that the simulation finds what it
 /// prevents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +45,64 @@ pub struct Mechanisms {
     /// The deadline counts from when the request was sent (`Terms::deadline_after`), not from
     /// when its answer came.
     pub deadline_from_request: bool,
+    /// Redis: with `min_replicas=N`, a grant or renewal counts only once `WAIT N` says N
+    /// replicas have it.
+    pub min_replicas: bool,
+    /// Redis: `ROLE` before every grant and renewal (a replica is refused).
+    pub role_check: bool,
+    /// ZooKeeper: a newcomer merges the marks of every `servers` node naming its worker id and
+    /// deletes the others.
+    pub merge_marks: bool,
+    /// ZooKeeper: the lease's TTL is the session timeout the server negotiated, not the one
+    /// asked for.
+    pub negotiated_timeout: bool,
+    /// etcd: the worker key is created only if absent (`create_revision == 0`).
+    pub create_if_absent: bool,
+    /// etcd: the record is written only while the worker key is on the writer's lease.
+    pub fenced_state_write: bool,
+    /// Copies of a process: the wipe-on-fork page (any copy of the address space).
+    pub wipe_on_fork: bool,
+    /// Copies of a process: the `pthread_atfork` child handler (`fork()` from any language).
+    pub at_fork_handler: bool,
 }
+
+/// Switches one mechanism off.
+type SwitchOff = fn(&mut Mechanisms);
+
+/// Each mechanism's name in `MECHANISM=`, the coordinator its schedules use (`None`: any), and
+/// how to switch it off.
+const MECHANISMS: &[(&str, Option<Kind>, SwitchOff)] = &[
+    ("failover-fence", Some(Kind::Rows), |m| {
+        m.failover_fence = false
+    }),
+    ("lock-file-check", Some(Kind::Files), |m| {
+        m.lock_file_check = false
+    }),
+    ("restore-procedure", Some(Kind::Rows), |m| {
+        m.restore_procedure = false
+    }),
+    ("deadline-from-request", None, |m| {
+        m.deadline_from_request = false
+    }),
+    ("min-replicas", Some(Kind::Redis), |m| {
+        m.min_replicas = false
+    }),
+    ("role-check", Some(Kind::Redis), |m| m.role_check = false),
+    ("merge-marks", Some(Kind::ZooKeeper), |m| {
+        m.merge_marks = false
+    }),
+    ("negotiated-timeout", Some(Kind::ZooKeeper), |m| {
+        m.negotiated_timeout = false
+    }),
+    ("create-if-absent", Some(Kind::Etcd), |m| {
+        m.create_if_absent = false
+    }),
+    ("fenced-state-write", Some(Kind::Etcd), |m| {
+        m.fenced_state_write = false
+    }),
+    ("wipe-on-fork", None, |m| m.wipe_on_fork = false),
+    ("at-fork-handler", None, |m| m.at_fork_handler = false),
+];
 
 impl Mechanisms {
     const ALL: Mechanisms = Mechanisms {
@@ -51,18 +110,21 @@ impl Mechanisms {
         lock_file_check: true,
         restore_procedure: true,
         deadline_from_request: true,
+        min_replicas: true,
+        role_check: true,
+        merge_marks: true,
+        negotiated_timeout: true,
+        create_if_absent: true,
+        fenced_state_write: true,
+        wipe_on_fork: true,
+        at_fork_handler: true,
     };
 
-    fn without(name: &str) -> Option<Mechanisms> {
+    fn without(name: &str) -> Option<(Mechanisms, Option<Kind>)> {
+        let &(_, kind, switch_off) = MECHANISMS.iter().find(|(known, ..)| *known == name)?;
         let mut mechanisms = Mechanisms::ALL;
-        match name {
-            "failover-fence" => mechanisms.failover_fence = false,
-            "lock-file-check" => mechanisms.lock_file_check = false,
-            "restore-procedure" => mechanisms.restore_procedure = false,
-            "deadline-from-request" => mechanisms.deadline_from_request = false,
-            _ => return None,
-        }
-        Some(mechanisms)
+        switch_off(&mut mechanisms);
+        Some((mechanisms, kind))
     }
 }
 
@@ -75,7 +137,65 @@ pub enum Assumption {
     ClocksWithinMaxSkew,
     /// A restore follows the documented procedure.
     RestoreProcedure,
+    /// Redis: a failover promotes only a replica that acknowledged.
+    PromotedReplicaAcknowledged,
+    /// Redis: `maxmemory-policy noeviction`.
+    Noeviction,
+    /// ZooKeeper, etcd: a majority of the ensemble survives with its data.
+    QuorumSurvives,
+    /// A process restored from a snapshot calls `restored()` first.
+    RestoredCalled,
+    /// Copies without at-fork handlers (a raw `clone`, `_Fork`) only where the kernel has the
+    /// wipe-on-fork page (Linux 4.14 and later).
+    RawCloneWithPage,
 }
+
+/// Each assumption's name in `BREAK=` and the coordinators its schedules use.
+const ASSUMPTIONS: &[(&str, Assumption, &[Kind])] = &[
+    (
+        "clocks-within-max-skew",
+        Assumption::ClocksWithinMaxSkew,
+        &[Kind::Rows],
+    ),
+    (
+        "restore-procedure",
+        Assumption::RestoreProcedure,
+        &[Kind::Rows],
+    ),
+    (
+        "promoted-replica-acknowledged",
+        Assumption::PromotedReplicaAcknowledged,
+        &[Kind::Redis],
+    ),
+    ("noeviction", Assumption::Noeviction, &[Kind::Redis]),
+    (
+        "quorum-survives",
+        Assumption::QuorumSurvives,
+        &[Kind::ZooKeeper, Kind::Etcd],
+    ),
+    (
+        "raw-clone-with-page",
+        Assumption::RawCloneWithPage,
+        &[
+            Kind::Rows,
+            Kind::Files,
+            Kind::Redis,
+            Kind::ZooKeeper,
+            Kind::Etcd,
+        ],
+    ),
+    (
+        "restored-called",
+        Assumption::RestoredCalled,
+        &[
+            Kind::Rows,
+            Kind::Files,
+            Kind::Redis,
+            Kind::ZooKeeper,
+            Kind::Etcd,
+        ],
+    ),
+];
 
 /// Seeds that once found a duplicate, run first on every run (each with what it found).
 const REGRESSIONS: &[(u64, &str)] = &[(
@@ -118,31 +238,43 @@ fn env_u64(name: &str) -> Option<u64> {
 
 fn main() -> ExitCode {
     // `cargo test` passes harness flags (`--nocapture`, filters): nothing here takes any.
+    let names = |names: Vec<&str>| names.join(", ");
     let mechanisms = match std::env::var("MECHANISM") {
         Ok(name) if !name.is_empty() => match Mechanisms::without(&name) {
-            Some(mechanisms) => Some((name, mechanisms)),
+            Some((mechanisms, kind)) => Some((name, mechanisms, kind)),
             None => {
-                eprintln!(
-                    "MECHANISM={name:?}: expected failover-fence, lock-file-check, \
-                     restore-procedure or deadline-from-request"
-                );
+                let known = names(MECHANISMS.iter().map(|(name, ..)| *name).collect());
+                eprintln!("MECHANISM={name:?}: expected one of {known}");
                 return ExitCode::FAILURE;
             }
         },
         _ => None,
     };
     let broken = match std::env::var("BREAK").as_deref() {
-        Ok("clocks-within-max-skew") => Assumption::ClocksWithinMaxSkew,
-        Ok("restore-procedure") => Assumption::RestoreProcedure,
-        Ok("") | Err(_) => Assumption::Kept,
-        Ok(other) => {
-            eprintln!("BREAK={other:?}: expected clocks-within-max-skew or restore-procedure");
-            return ExitCode::FAILURE;
-        }
+        Ok("") | Err(_) => None,
+        Ok(name) => match ASSUMPTIONS.iter().find(|(known, ..)| *known == name) {
+            Some(&(_, assumption, kinds)) => Some((name.to_owned(), assumption, kinds)),
+            None => {
+                let known = names(ASSUMPTIONS.iter().map(|(name, ..)| *name).collect());
+                eprintln!("BREAK={name:?}: expected one of {known}");
+                return ExitCode::FAILURE;
+            }
+        },
     };
-    let mechanisms_on = mechanisms.as_ref().map_or(Mechanisms::ALL, |(_, m)| *m);
+    let assumption = broken.as_ref().map_or(Assumption::Kept, |(_, a, _)| *a);
+    // The coordinator of a schedule searched for a mechanism or an assumption: its own (one
+    // of them, by seed), else drawn.
+    let focus = |seed: u64| -> Option<Kind> {
+        if let Some((_, _, kind)) = &mechanisms {
+            return *kind;
+        }
+        broken
+            .as_ref()
+            .map(|(_, _, kinds)| kinds[(seed % kinds.len() as u64) as usize])
+    };
+    let mechanisms_on = mechanisms.as_ref().map_or(Mechanisms::ALL, |(_, m, _)| *m);
     if let Some(seed) = env_u64("SEED") {
-        let run = world::run(seed, mechanisms_on, broken, true);
+        let run = world::run(seed, mechanisms_on, assumption, focus(seed), true);
         for line in &run.trace {
             println!("{line}");
         }
@@ -154,18 +286,18 @@ fn main() -> ExitCode {
         };
     }
     let base = env_u64("BASE_SEED").unwrap_or(0);
-    if let Some((name, mechanisms)) = mechanisms {
+    if let Some((name, mechanisms, _)) = &mechanisms {
         let replay = format!("MECHANISM={name}");
         return search(&format!("without {name}"), &replay, base, |seed| {
-            let run = world::run(seed, mechanisms, broken, false);
-            (run.duplicates > 0 || run.late_ids > 0).then_some(run)
+            let run = world::run(seed, *mechanisms, assumption, focus(seed), false);
+            // Found only within the assumptions: the mechanism alone was missing.
+            (run.outside.is_empty() && (run.duplicates > 0 || run.late_ids > 0)).then_some(run)
         });
     }
-    if broken != Assumption::Kept {
-        let name = std::env::var("BREAK").unwrap_or_default();
+    if let Some((name, ..)) = &broken {
         let replay = format!("BREAK={name}");
         return search(&format!("with {name} broken"), &replay, base, |seed| {
-            let run = world::run(seed, Mechanisms::ALL, broken, false);
+            let run = world::run(seed, Mechanisms::ALL, assumption, focus(seed), false);
             (run.duplicates > 0).then_some(run)
         });
     }
@@ -174,10 +306,10 @@ fn main() -> ExitCode {
     let mut totals = world::Totals::default();
     let regressions = REGRESSIONS.iter().map(|&(seed, _)| seed);
     for seed in regressions.chain(base..base + schedules) {
-        let run = world::run(seed, Mechanisms::ALL, Assumption::Kept, false);
+        let run = world::run(seed, Mechanisms::ALL, Assumption::Kept, None, false);
         totals.add(&run);
         if run.failed() {
-            let replay = world::run(seed, Mechanisms::ALL, Assumption::Kept, true);
+            let replay = world::run(seed, Mechanisms::ALL, Assumption::Kept, None, true);
             for line in replay.trace.iter().rev().take(60).rev() {
                 eprintln!("{line}");
             }
