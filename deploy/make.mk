@@ -10,13 +10,21 @@
 #   make test-deploy-metrics the rules and the dashboard name only metrics the server exports
 #                            (server/src/telemetry.rs and a live /metrics scrape)
 #   make test-deploy-systemd systemd-analyze verify, and security --offline at most 2.0
+#   make test-deploy-app     the example application's manifests (deploy/app: a Deployment leasing
+#                            from PostgreSQL or Redis, a StatefulSet on k8s://) validated against
+#                            the Kubernetes schemas, and their grace periods against the lease TTL
+#                            (deploy/app/check.py)
+#   make test-deploy-app-image  the example application's image built from local files and stopped
+#                            as the kubelet stops a pod: SIGTERM releases the worker id, a newcomer
+#                            takes it at once (deploy/app/image.sh; podman, Redis)
 #   make dist-deploy         the chart packaged into dist/ (part of make dist)
 
 DEPLOY := $(ROOT)/deploy
 DEPLOY_PY_TOOLS := helm-python-sdk==0.2.2
 
 .PHONY: test-deploy test-deploy-helm test-deploy-prometheus test-deploy-metrics \
-  test-deploy-systemd setup-deploy-py setup-promtool dist-deploy
+  test-deploy-systemd setup-deploy-py setup-promtool dist-deploy test-deploy-app \
+  test-deploy-app-image
 
 setup-deploy-py: setup-server-py
 	@$(SERVER_PY) -c 'import helm_python' 2>/dev/null \
@@ -56,7 +64,17 @@ test-deploy-systemd: setup-rust
 	systemd-analyze security --offline=yes --threshold=20 $$dir/clockflake-server.service \
 	  | tail -1
 
-test-deploy: test-deploy-helm test-deploy-prometheus test-deploy-metrics test-deploy-systemd
+test-deploy-app: setup-server-py
+	$(SERVER_PY) $(DEPLOY)/app/check.py
+
+DEPLOY_APP_IMAGE := localhost/clockflake-orders-example:test
+test-deploy-app-image: build-python setup-recipes setup-curl
+	@trap 'podman --runtime runc rmi -f $(DEPLOY_APP_IMAGE) >/dev/null 2>&1 || true' EXIT; \
+	bash $(DEPLOY)/app/image.sh build $(DEPLOY_APP_IMAGE) >/dev/null && \
+	bash $(DEPLOY)/app/image.sh test $(DEPLOY_APP_IMAGE)
+
+test-deploy: test-deploy-helm test-deploy-prometheus test-deploy-metrics test-deploy-systemd \
+  test-deploy-app test-deploy-app-image
 
 dist-deploy: setup-deploy-py
 	@mkdir -p $(DIST_DIR)

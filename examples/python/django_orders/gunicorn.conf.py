@@ -12,7 +12,7 @@ import clockflake.django
 
 bind = os.environ.get("BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))  # each worker leases its own worker id
-graceful_timeout = 20  # how long the master waits for its workers after SIGTERM
+graceful_timeout = 22  # after SIGTERM: 10 s for requests in flight + close() (2 s + the TTL)
 
 
 def worker_exit(server, worker):
