@@ -27,7 +27,7 @@ pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
 
 /// `password` (bytes, as a connection config holds it) as written and percent-encoded
 /// (everything but the unreserved `A-Z a-z 0-9 - . _ ~`).
-#[cfg(any(feature = "postgres", feature = "redis", test))]
+#[cfg(any(feature = "postgres", feature = "redis", feature = "etcd", test))]
 pub(crate) fn password_forms(password: &[u8]) -> Vec<String> {
     use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
     const RESERVED: &AsciiSet = &NON_ALPHANUMERIC

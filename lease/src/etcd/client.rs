@@ -178,10 +178,7 @@ impl Endpoints {
                 let result = request(client.clone()).await;
                 (Some(client), result)
             };
-            let runtime = match self.runtime() {
-                Ok(runtime) => runtime,
-                Err(fault) => return Err(fault),
-            };
+            let runtime = self.runtime()?;
             match block(runtime, share.min(remaining), attempt) {
                 Ok((client, Ok(value))) => {
                     self.clients[at] = client;

@@ -49,6 +49,9 @@ use client::{lease_gone, Endpoints};
 /// The prefix of the keys when the URI's path names none.
 pub(crate) const DEFAULT_PREFIX: &str = "/clockflake";
 
+/// A `state/<w>` value as read: `None` when there is no such key.
+type Record = Option<Vec<u8>>;
+
 /// How many times the free worker ids are listed again when others took every candidate.
 const LISTINGS: usize = 3;
 
@@ -256,7 +259,7 @@ impl EtcdCoordinator {
         &mut self,
         worker_id: u64,
         lease: i64,
-    ) -> Result<Option<(i64, Option<Vec<u8>>)>, LeaseError> {
+    ) -> Result<Option<(i64, Record)>, LeaseError> {
         let (worker, state) = (self.worker_key(worker_id), self.state_key(worker_id));
         let owner = self.owner.clone();
         let response = self.call("take a worker id", move |mut client| {
@@ -579,7 +582,7 @@ impl EtcdCoordinator {
         now_ms: u64,
         range: &std::ops::RangeInclusive<u64>,
         lease: i64,
-    ) -> Result<Option<(u64, i64, Option<Vec<u8>>)>, LeaseError> {
+    ) -> Result<Option<(u64, i64, Record)>, LeaseError> {
         for _ in 0..LISTINGS {
             let (held, records) = self.list(layout.max_worker_id())?;
             check_ranges(
@@ -636,8 +639,7 @@ fn random_below(bound: usize) -> usize {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
-    let value = usize::try_from(hasher.finish() % (bound as u64)).unwrap_or(0);
-    value
+    usize::try_from(hasher.finish() % (bound as u64)).unwrap_or(0)
 }
 
 #[cfg(test)]
