@@ -71,3 +71,30 @@ redis-stop:
 	$(REDIS_SCRIPT) stop
 
 TEST_TARGETS += test-redis
+
+# The id service's latency at a fixed rate (scripts/bench-latency.py, BENCHMARKS.md "## Latency at
+# a fixed rate"): GET /v1/id beside Redis INCR at 1, 10 and 100 connections, each at half of its
+# saturated throughput, through scripts/loadgen (an open-loop load generator with
+# coordinated-omission correction; its own Cargo project, no dependencies).
+#   make bench-latency   the benchmark (minutes; not part of make test)
+#   make test-loadgen    the load generator's smoke check (part of make test, about 3 s): a fixed
+#                        rate is held, and a 300 ms freeze of the server mid-run shows in the p99
+#                        (latency counted from each request's intended send time)
+LOADGEN_TARGET := $(ROOT)/target/loadgen
+
+.PHONY: bench-latency test-loadgen
+
+bench-latency: setup-rust
+	$(CARGO) build -q --release -p clockflake-server
+	$(CARGO) build -q --release --manifest-path scripts/loadgen/Cargo.toml --target-dir $(LOADGEN_TARGET)
+	$(PYTHON) scripts/bench-latency.py $(ROOT)/target/release/clockflake-server \
+	  $(LOADGEN_TARGET)/release/clockflake-loadgen
+
+test-loadgen: setup-rust
+	$(CARGO) build -q -p clockflake-server
+	$(CARGO) build -q --manifest-path scripts/loadgen/Cargo.toml --target-dir $(LOADGEN_TARGET)
+	$(CARGO) fmt --manifest-path scripts/loadgen/Cargo.toml --check
+	bash scripts/loadgen/smoke.sh $(SERVER_BIN) $(LOADGEN_TARGET)/debug/clockflake-loadgen
+
+TEST_TARGETS += test-loadgen
+BENCH_TARGETS += bench-latency
