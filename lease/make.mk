@@ -156,3 +156,22 @@ test-lease-loom: setup-rust
 	  -p clockflake-lease --no-default-features --lib loom_models
 
 CHECK_TARGETS += test-lease-loom
+
+# One id space across regions (workers=LO-HI): lease/tests/regions.rs against two Redis servers,
+# one per region, each from scripts/redis.sh in a directory of its own, and a ZooKeeper
+# (scripts/zookeeper.sh; two roots as two regions), all always stopped; and its file://, env://
+# and k8s:// cases. lease/tests/regions_postgres.rs runs in test-lease.
+.PHONY: test-lease-regions
+test-lease-regions: setup-rust
+	$(CARGO) build -q -p clockflake-lease --tests --bins
+	export CLOCKFLAKE_REDIS_REQUIRED=1 CLOCKFLAKE_ZK_REQUIRED=1 \
+	  A=$$(mktemp -d /tmp/clockflake-region-a.XXXXXX) B=$$(mktemp -d /tmp/clockflake-region-b.XXXXXX) \
+	  CLOCKFLAKE_ZK_DIR=$$(mktemp -d /tmp/clockflake-region-zk.XXXXXX); \
+	trap 'CLOCKFLAKE_REDIS_DIR=$$A $(ROOT)/scripts/redis.sh stop; \
+	  CLOCKFLAKE_REDIS_DIR=$$B $(ROOT)/scripts/redis.sh stop; $(ROOT)/scripts/zookeeper.sh stop' EXIT; \
+	export CLOCKFLAKE_REDIS_URL=$$(CLOCKFLAKE_REDIS_DIR=$$A $(ROOT)/scripts/redis.sh start) \
+	  CLOCKFLAKE_REDIS_B_URL=$$(CLOCKFLAKE_REDIS_DIR=$$B $(ROOT)/scripts/redis.sh start) \
+	  CLOCKFLAKE_ZK_URL=$$($(ROOT)/scripts/zookeeper.sh start); \
+	$(CARGO) test -p clockflake-lease --test regions
+
+TEST_TARGETS += test-lease-regions

@@ -319,6 +319,36 @@ impl FileCoordinator {
         fs::read_to_string(self.lock_path(worker_id)).unwrap_or_default()
     }
 
+    /// The overlap check for the worker ids outside this pool's range (those inside it are
+    /// checked as they are tried): a lock file that declares a range overlapping ours and
+    /// different from it is refused if it is held. A holder clears its declaration when it
+    /// gives the worker id back, so such a file is tried (locked and let go at once) only
+    /// after a holder died or when the plans really disagree.
+    fn check_ranges_outside(
+        &self,
+        uri: &str,
+        layout: &Layout,
+        workers: &std::ops::RangeInclusive<u64>,
+    ) -> Result<(), LeaseError> {
+        for worker_id in (0..=layout.max_worker_id()).filter(|w| !workers.contains(w)) {
+            let declared = self.declared_range(worker_id);
+            let declared = declared.trim();
+            if declared.is_empty()
+                || check_ranges(uri, self.workers.as_ref(), workers, [(worker_id, declared)])
+                    .is_ok()
+            {
+                continue;
+            }
+            match self.try_lock(worker_id)? {
+                Some(file) => drop(file), // not held: a declaration left by a holder that died
+                None => {
+                    check_ranges(uri, self.workers.as_ref(), workers, [(worker_id, declared)])?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Records this pool's range in the lock file just locked (truncated first: a lock file
     /// keeps what its last holder wrote).
     fn record_range(&self, worker_id: u64, file: &File) -> Result<(), LeaseError> {
@@ -535,6 +565,7 @@ impl Coordinator for FileCoordinator {
         }
         let uri = self.redacted_uri();
         let workers = pool(&uri, layout, self.workers.as_ref())?;
+        self.check_ranges_outside(&uri, layout, &workers)?;
         // (ready at, worker id, its locked file, its record): dropping the file unlocks it.
         let mut fallback: Option<(u64, u64, File, Option<State>)> = None;
         for worker_id in workers.clone() {
@@ -588,6 +619,8 @@ impl Coordinator for FileCoordinator {
             Some(state) => self.write_state(worker_id, &file, state),
             None => Ok(()),
         };
+        // The range declaration goes with the lease (a lock file not held declares nothing).
+        let _ = file.set_len(0);
         // Unlock even when the write failed: the last written reservation still covers
         // every id issued.
         let _ = file.unlock();
