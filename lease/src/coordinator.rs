@@ -184,8 +184,8 @@ pub fn ready_at_ms(layout: &Layout, state: Option<&State>, now_ms: u64) -> u64 {
 /// The worker ids one pool may lease: a URI's `workers=LO-HI` (inclusive) or `workers=N`.
 ///
 /// Several pools of one application, each on its own coordinator (one per region), share
-/// one id space when each leases from its own range. Every coordinator enumerates only
-/// [`pool`]'s range when it looks for a free worker id.
+/// one id space when each leases from its own range. Every coordinator enumerates only the
+/// range (checked against the layout when it looks for a free worker id).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WorkerRange {
     first: u64,
