@@ -54,10 +54,20 @@ export interface GeneratorOptions {
 
 /** What `Generator#stats()` returns: counters for metrics. */
 export interface GeneratorStats {
-  /** The worker id (for a leased generator, the leased one). */
-  workerId: number;
-  state: 'active' | 'lost' | 'closed' | 'forked';
+  /** The worker id (for a leased generator, the leased one; `null` while it heals). */
+  workerId: number | null;
+  /** `'healing'`: a healing generator whose lease was lost, leasing again. */
+  state: 'active' | 'lost' | 'closed' | 'forked' | 'healing';
   leased: boolean;
+  /** A leased generator's: whether it heals (`heal`, the default). */
+  heal?: boolean;
+  /** A healing generator's leases lost, leases taken again after a loss, failed attempts. */
+  losses?: number;
+  heals?: number;
+  healFailures?: number;
+  /** Why the last lease was lost, and the last failed attempt's error (`null`: none). */
+  lastLoss?: string | null;
+  lastHealError?: string | null;
   /** Successful renewals of the lease and its reservation (the first, at open, included). */
   renewals: number;
   /** Renewals that failed (ids go on until the deadline). */
@@ -98,6 +108,14 @@ export interface OpenOptions {
    * clock was ahead of this one's, when no clock sequence is free (default 15,000).
    */
   maxHandoverWaitMs?: number;
+  /**
+   * Whether a lost lease (a coordinator outage past the TTL, a paused machine, a failover's
+   * fence) is leased again in the background, a new worker id if need be (default `true`).
+   * Meanwhile id calls throw a retryable `COORDINATOR_UNAVAILABLE` with `retryAtMs`, never an id
+   * under the lost lease; `isActive` is false and `stats()` says why. With `false`, a lost lease
+   * throws `LEASE_LOST` until the generator is closed and a new one opened.
+   */
+  heal?: boolean;
 }
 
 /**
@@ -184,7 +202,9 @@ export declare class Generator {
   static resume(state: GeneratorState, options?: ResumeOptions): Generator;
   /**
    * A generator whose worker id is leased from a coordinator (a background thread renews it);
-   * no id goes out after the lease deadline, and past it calls throw `LEASE_LOST`. The
+   * no id goes out after the lease deadline. A lost lease is leased again in the background
+   * (`heal`, the default), id calls throwing the retryable `COORDINATOR_UNAVAILABLE` with
+   * `retryAtMs` meanwhile; with `heal: false`, calls throw `LEASE_LOST` from then on. The
    * coordinator's I/O (and a handover's wait, up to `maxHandoverWaitMs`) runs on a thread of the
    * native addon, never on the event loop; every refusal rejects the promise. Ids are issued in
    * JavaScript, as for a fixed worker id, within ticks the lease granted through its checks (at
@@ -206,9 +226,12 @@ export declare class Generator {
    * using gen = Generator.openSync('file:///var/lib/app/ids?app=orders');
    */
   static openSync(uri: CoordinatorUri, options?: OpenOptions): Generator;
-  /** The worker id (for `Generator.open`, the leased one). */
+  /**
+   * The worker id (for `Generator.open`, the leased one). While a healing generator leases
+   * again, reading it throws the retryable `COORDINATOR_UNAVAILABLE` that id calls throw.
+   */
   readonly workerId: number;
-  /** False once closed, and for a leased generator once its lease is lost. */
+  /** False once closed, and for a leased generator while its lease is lost. */
   readonly isActive: boolean;
   /** A leased generator's coordinator (`file:///...?app=...`, never a password), else `null`. */
   readonly coordinator: string | null;

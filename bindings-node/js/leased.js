@@ -31,7 +31,7 @@ import { call, failed, fromNative, nativeAddon } from './native.js';
 import { generatorOptions } from './options.js';
 import { waitUntil } from './wait.js';
 
-const OPEN_OPTION_NAMES = ['layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'maxHandoverWaitMs'];
+const OPEN_OPTION_NAMES = ['layout', 'onRollback', 'maxWaitMs', 'maxDriftMs', 'maxHandoverWaitMs', 'heal'];
 
 /** The options of `Generator.open`: those of the constructor that make sense with a lease. */
 function openOptions(options) {
@@ -50,7 +50,10 @@ function openOptions(options) {
       'unknown option: a leased generator reads the system clock (its lease deadline and renewals depend on it), so options.clock cannot be given; use nextIdAt(ms) for explicit times',
     );
   }
+  const { heal } = options;
+  if (heal !== undefined && typeof heal !== 'boolean') throw typeError('options.heal', 'a boolean', heal);
   const parsed = generatorOptions(options, OPEN_OPTION_NAMES, 'options');
+  parsed.heal = heal !== false;
   const { maxHandoverWaitMs } = options;
   parsed.maxHandoverWaitMs = maxHandoverWaitMs === undefined ? undefined : integer(maxHandoverWaitMs, 'maxHandoverWaitMs', 'INVALID_ARG_VALUE');
   return parsed;
@@ -81,8 +84,13 @@ export class Leased {
   #lease;
   #record;
   #options;
-  /** The addon's answer to a grant: lease time, ms to the deadline, parked tick, clock sequence, last mark. */
-  #meta = new Float64Array(5);
+  /**
+   * The addon's answer to a grant: lease time, ms to the deadline, parked tick, clock sequence,
+   * last mark, the number of the lease that granted, its worker id.
+   */
+  #meta = new Float64Array(7);
+  /** The number of the lease the grant is under (a healing generator numbers its leases from 1). */
+  #leaseNumber = 0;
   /** The grant's wasm generator, or null: no grant. */
   #sub = null;
   /** Every id served from the grant is below it (0n: no grant). */
@@ -111,7 +119,7 @@ export class Leased {
   /** Leases a worker id from `uri` with `Generator.open`'s options, on this thread (`Generator.openSync`). */
   static open(uri, options) {
     const { native, layout, parsed, resolved } = Leased.#prepare(uri, options);
-    const lease = call(native.openLeased, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs);
+    const lease = call(native.openLeased, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs, parsed.heal);
     return new Leased(native, lease, parsed.record, resolved);
   }
 
@@ -121,7 +129,7 @@ export class Leased {
    */
   static async openAsync(uri, options) {
     const { native, layout, parsed, resolved } = Leased.#prepare(uri, options);
-    const outcome = await call(native.openLeasedAsync, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs);
+    const outcome = await call(native.openLeasedAsync, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs, parsed.heal);
     const error = failed(outcome);
     if (error !== null) throw error;
     return new Leased(native, outcome, parsed.record, resolved);
@@ -234,19 +242,21 @@ export class Leased {
     const wallBefore = Date.now();
     let parked;
     try {
-      parked = this.#native.leasedGrant(this.#lease, SPAN_MS, extending ? this.#parked : 0n, meta);
+      parked = this.#native.leasedGrant(this.#lease, SPAN_MS, extending ? this.#parked : 0n, this.#leaseNumber, meta);
     } catch (error) {
       this.#drop();
       throw fromNative(error);
     }
     const perfAfter = performance.now();
     if (parked === 0n) return false;
-    const [leaseNowMs, deadlineInMs, parkMs, clockSeq, lastMs] = meta;
+    const [leaseNowMs, deadlineInMs, parkMs, clockSeq, lastMs, leaseNumber, workerId] = meta;
     // Read after the lease's time: the sum is never ahead of it. Kept from earlier grants
     // when larger (each is such a bound), so the time never goes back under the wasm generator.
     const offset = leaseNowMs - perfAfter;
     if (!extending) {
-      this.#sub = this.#resumeSub(clockSeq, lastMs);
+      // The worker id of the lease that granted (after a heal, perhaps another than before).
+      this.#sub = this.#resumeSub(clockSeq, lastMs, workerId);
+      this.#leaseNumber = leaseNumber;
       this.#offset = offset;
     } else {
       this.#offset = Math.max(this.#offset, offset);
@@ -264,12 +274,12 @@ export class Leased {
    * (`lastMs`, -1: none). It never switches clock sequence (`fail`; `logical` keeps to its own):
    * whatever it refuses, the lease decides.
    */
-  #resumeSub(clockSeq, lastMs) {
+  #resumeSub(clockSeq, lastMs, workerId) {
     const info = this.#record.info;
     const marks = Array.from({ length: info.clockSeqs }, (_, k) => (k === clockSeq && lastMs >= 0 ? lastMs : null));
     const { onRollback, maxWaitMs, maxDriftMs } = this.#options;
     const policy = onRollback === 'logical' ? 'logical' : 'fail';
-    return engine.resumeGenerator(this, this.#record.handle, String(info.fingerprint), this.workerId, clockSeq, marks, policy, maxWaitMs, maxDriftMs);
+    return engine.resumeGenerator(this, this.#record.handle, String(info.fingerprint), workerId, clockSeq, marks, policy, maxWaitMs, maxDriftMs);
   }
 
   /** Ends the grant: no id of it is served after this. */
@@ -288,7 +298,7 @@ export class Leased {
   }
 
   state() {
-    return this.#native.leasedState(this.#lease);
+    return call(this.#native.leasedState, this.#lease);
   }
 
   /** Closes on this thread (`closeSync`). */
@@ -321,7 +331,7 @@ export class Leased {
   }
 
   get workerId() {
-    return this.#native.leasedWorkerId(this.#lease);
+    return call(this.#native.leasedWorkerId, this.#lease);
   }
 
   get isActive() {
@@ -343,6 +353,14 @@ export class Leased {
   stats() {
     const stats = this.#native.leasedStats(this.#lease);
     // napi leaves out an absent Option: null, as the .d.ts says.
-    return { ...stats, leased: true, deadlineInMs: stats.deadlineInMs ?? null, measuredSkewMs: stats.measuredSkewMs ?? null };
+    return {
+      ...stats,
+      workerId: stats.workerId < 0 ? null : stats.workerId,
+      leased: true,
+      deadlineInMs: stats.deadlineInMs ?? null,
+      measuredSkewMs: stats.measuredSkewMs ?? null,
+      lastLoss: stats.lastLoss ?? null,
+      lastHealError: stats.lastHealError ?? null,
+    };
   }
 }

@@ -17,11 +17,14 @@
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use clockflake::{Error as CoreError, Field, Layout, Options, Policy};
-use clockflake_lease::{LeaseError, LeaseOptions, LeasedGenerator};
+use clockflake_lease::{
+    HealStats, HealingGenerator, LeaseError, LeaseGrant, LeaseOptions, LeaseStats, LeasedGenerator,
+};
 use napi::bindgen_prelude::{BigInt, Either, External, Float64ArraySlice, Object};
 use napi::Env;
 use napi_derive::napi;
@@ -190,7 +193,165 @@ fn lease<T>(result: std::result::Result<T, LeaseError>) -> Result<T> {
 }
 
 /// A leased generator, shared with the thread of an asynchronous close (`leased_close_async`).
-type Lease = Arc<LeasedGenerator>;
+type Lease = Arc<Held>;
+
+/// What `Generator.open` holds: a lease that heals (the lease crate's `HealingGenerator`, the
+/// default) or one lease that stays lost once lost (`heal: false`). Each call below is the
+/// lease crate's; this only chooses which.
+pub struct Held {
+    kind: Kind,
+    /// The worker id held when `close()` was called (`NONE`: none), which `workerId` keeps
+    /// telling, as a closed lease does.
+    closed_worker_id: AtomicU64,
+}
+
+enum Kind {
+    Once(LeasedGenerator),
+    Healing(HealingGenerator),
+}
+
+/// `Held::closed_worker_id` before `close()`.
+const NONE: u64 = u64::MAX;
+
+impl Held {
+    fn new(kind: Kind) -> Held {
+        Held {
+            kind,
+            closed_worker_id: AtomicU64::new(NONE),
+        }
+    }
+
+    fn open(
+        uri: &str,
+        layout: Layout,
+        options: LeaseOptions,
+        heal: bool,
+    ) -> std::result::Result<Held, LeaseError> {
+        Ok(Held::new(if heal {
+            Kind::Healing(HealingGenerator::open(uri, layout, options)?)
+        } else {
+            Kind::Once(clockflake_lease::open(uri, layout, options)?)
+        }))
+    }
+
+    fn next_id(&self) -> std::result::Result<u64, LeaseError> {
+        match &self.kind {
+            Kind::Once(gen) => gen.next_id(),
+            Kind::Healing(gen) => gen.next_id(),
+        }
+    }
+
+    fn next_id_at(&self, now_ms: u64) -> std::result::Result<u64, LeaseError> {
+        match &self.kind {
+            Kind::Once(gen) => gen.next_id_at(now_ms),
+            Kind::Healing(gen) => gen.next_id_at(now_ms),
+        }
+    }
+
+    fn grant_ticks(
+        &self,
+        span_ms: u64,
+        parked_id: u64,
+        parked_under: u64,
+    ) -> std::result::Result<Option<LeaseGrant>, LeaseError> {
+        match &self.kind {
+            // One lease, number 1, for as long as it lives.
+            Kind::Once(gen) => Ok(gen
+                .grant_ticks(span_ms, parked_id)?
+                .map(|ticks| LeaseGrant {
+                    lease_number: 1,
+                    worker_id: gen.worker_id(),
+                    ticks,
+                })),
+            Kind::Healing(gen) => gen.grant_ticks(span_ms, parked_id, parked_under),
+        }
+    }
+
+    /// The lease held now's figures (`None` while a healing generator leases again).
+    fn lease_stats(&self) -> Option<LeaseStats> {
+        match &self.kind {
+            Kind::Once(gen) => Some(gen.stats()),
+            Kind::Healing(gen) => gen.lease_stats(),
+        }
+    }
+
+    /// The counters of every lease held (a healing generator's survive its heals).
+    fn counters(&self) -> clockflake_lease::LeaseCounters {
+        match &self.kind {
+            Kind::Once(gen) => gen.stats().counters,
+            Kind::Healing(gen) => gen.counters(),
+        }
+    }
+
+    fn heal_stats(&self) -> Option<HealStats> {
+        match &self.kind {
+            Kind::Once(_) => None,
+            Kind::Healing(gen) => Some(gen.stats()),
+        }
+    }
+
+    /// The worker id held; while a healing generator leases again, its retryable refusal.
+    fn worker_id(&self) -> std::result::Result<u64, LeaseError> {
+        match self.closed_worker_id.load(Ordering::Acquire) {
+            NONE => {}
+            closed_with => return Ok(closed_with),
+        }
+        match &self.kind {
+            Kind::Once(gen) => Ok(gen.worker_id()),
+            Kind::Healing(gen) => match gen.worker_id() {
+                Some(worker_id) => Ok(worker_id),
+                None => gen.state().map(|state| state.worker_id),
+            },
+        }
+    }
+
+    fn is_active(&self) -> bool {
+        match &self.kind {
+            Kind::Once(gen) => gen.is_active(),
+            Kind::Healing(gen) => gen.is_active(),
+        }
+    }
+
+    fn coordinator(&self) -> &str {
+        match &self.kind {
+            Kind::Once(gen) => gen.coordinator(),
+            Kind::Healing(gen) => gen.coordinator(),
+        }
+    }
+
+    fn state(&self) -> std::result::Result<clockflake::State, LeaseError> {
+        match &self.kind {
+            Kind::Once(gen) => Ok(gen.state()),
+            Kind::Healing(gen) => gen.state(),
+        }
+    }
+
+    fn layout(&self) -> &Layout {
+        match &self.kind {
+            Kind::Once(gen) => gen.layout(),
+            Kind::Healing(gen) => gen.layout(),
+        }
+    }
+
+    fn close(&self) -> std::result::Result<(), LeaseError> {
+        let held = match &self.kind {
+            Kind::Once(gen) => Some(gen.worker_id()),
+            Kind::Healing(gen) => gen.worker_id(),
+        };
+        if let Some(worker_id) = held {
+            let _ = self.closed_worker_id.compare_exchange(
+                NONE,
+                worker_id,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+        match &self.kind {
+            Kind::Once(gen) => gen.close(),
+            Kind::Healing(gen) => gen.close(),
+        }
+    }
+}
 
 fn lease_options(
     policy: Option<String>,
@@ -218,9 +379,10 @@ pub fn open_leased(
     max_wait_ms: Option<f64>,
     max_drift_ms: Option<f64>,
     max_handover_wait_ms: Option<f64>,
+    heal: bool,
 ) -> Result<External<Lease>> {
     let lease_options = lease_options(policy, max_wait_ms, max_drift_ms, max_handover_wait_ms)?;
-    lease(clockflake_lease::open(&uri, **layout, lease_options))
+    lease(Held::open(&uri, **layout, lease_options, heal))
         .map(|generator| External::new(Arc::new(generator)))
 }
 
@@ -303,6 +465,9 @@ where
     catch_unwind,
     ts_return_type = "Promise<ExternalObject<Lease> | LeaseFailure>"
 )]
+// The options arrive from JavaScript one by one (a napi object would cost a conversion per
+// field for nothing), beside the environment napi passes.
+#[allow(clippy::too_many_arguments)]
 pub fn open_leased_async<'env>(
     env: &'env Env,
     layout: &External<Layout>,
@@ -311,6 +476,7 @@ pub fn open_leased_async<'env>(
     max_wait_ms: Option<f64>,
     max_drift_ms: Option<f64>,
     max_handover_wait_ms: Option<f64>,
+    heal: bool,
 ) -> Result<Object<'env>> {
     let lease_options = lease_options(policy, max_wait_ms, max_drift_ms, max_handover_wait_ms)?;
     let layout = **layout;
@@ -319,7 +485,7 @@ pub fn open_leased_async<'env>(
         env,
         "open",
         uri,
-        move || clockflake_lease::open(&target, layout, lease_options),
+        move || Held::open(&target, layout, lease_options, heal),
         |generator| External::new(Arc::new(generator)),
     )
 }
@@ -352,47 +518,57 @@ pub fn leased_next_id(generator: &External<Lease>) -> Result<u64> {
 /// ticks between the lease's last id and the parked id are JavaScript's to issue, in the same
 /// clock sequence, on the wasm engine. What JavaScript must still check itself, on every id, is
 /// the time: before the parked tick, and before the deadline handed over here (see
-/// js/leased.js). `parked` is JavaScript's current parked id (0: none). Returns the parked id,
-/// or 0 where nothing can be granted now: JavaScript then takes its id through
-/// `leased_next_id`, which refuses or waits as the lease decides.
+/// js/leased.js). `parked` is JavaScript's current parked id (0: none), granted under the lease
+/// numbered `parked_under` (a healing generator's leases are numbered from 1; a grant is never
+/// extended under another). Returns the parked id, or 0 where nothing can be granted now:
+/// JavaScript then takes its id through `leased_next_id`, which refuses or waits as the lease
+/// decides.
 ///
 /// `out` receives, as f64s: the lease's time when it was read (Unix ms), the ms left to the
-/// deadline (-1: never expires), the parked tick's start (Unix ms), the clock sequence, and that
-/// clock sequence's high-water mark before the park (Unix ms, -1: none).
+/// deadline (-1: never expires), the parked tick's start (Unix ms), the clock sequence, that
+/// clock sequence's high-water mark before the park (Unix ms, -1: none), the number of the
+/// lease that granted, and its worker id (the ids of the ticks carry it).
 #[napi(catch_unwind)]
 pub fn leased_grant(
     generator: &External<Lease>,
     span_ms: f64,
     parked: BigInt,
+    parked_under: f64,
     mut out: Float64ArraySlice,
 ) -> Result<u64> {
     // SAFETY: the JavaScript thread is inside this call, so nothing else reads or writes the
     // typed array's memory meanwhile, and `out` is not used again after this function.
     let slots = unsafe { out.as_mut() };
     if slots.len() < GRANT_SLOTS {
-        return Err(bad_value("leasedGrant: expected 5 slots".into()));
+        return Err(bad_value(format!(
+            "leasedGrant: expected {GRANT_SLOTS} slots"
+        )));
     }
     let span_ms = whole(span_ms, "spanMs")?;
+    let parked_under = whole(parked_under, "parkedUnder")?;
     let (negative, parked, lossless) = parked.get_u64();
     if negative || !lossless {
         return Err(bad_value("leasedGrant: expected a parked id".into()));
     }
-    let Some(grant) = lease(generator.grant_ticks(span_ms, parked))? else {
+    let Some(grant) = lease(generator.grant_ticks(span_ms, parked, parked_under))? else {
         return Ok(0);
     };
+    let ticks = grant.ticks;
     let or_none = |ms: Option<u64>| ms.map_or(-1.0, number);
     slots[..GRANT_SLOTS].copy_from_slice(&[
-        number(grant.now_ms),
-        or_none(grant.deadline_in_ms),
-        or_none(grant.parked_tick_ms),
-        number(grant.clock_seq),
-        or_none(grant.last_ms),
+        number(ticks.now_ms),
+        or_none(ticks.deadline_in_ms),
+        or_none(ticks.parked_tick_ms),
+        number(ticks.clock_seq),
+        or_none(ticks.last_ms),
+        number(grant.lease_number),
+        number(grant.worker_id),
     ]);
-    Ok(grant.parked_id)
+    Ok(ticks.parked_id)
 }
 
 /// How many f64s `leased_grant` writes.
-const GRANT_SLOTS: usize = 5;
+const GRANT_SLOTS: usize = 7;
 
 /// The next id at an explicit time (Unix ms); never waits.
 #[napi(catch_unwind)]
@@ -405,13 +581,17 @@ pub fn leased_next_id_at(generator: &External<Lease>, now_ms: f64) -> Result<u64
 /// never expires (`file://`).
 #[napi(catch_unwind)]
 pub fn leased_remaining_ms(generator: &External<Lease>) -> Option<f64> {
-    generator.deadline_in_ms().map(number)
+    // A healing generator between leases has no time left.
+    generator
+        .lease_stats()
+        .map_or(Some(0), |stats| stats.deadline_in_ms)
+        .map(number)
 }
 
-/// The leased worker id.
+/// The leased worker id; while a healing generator leases again, its retryable refusal.
 #[napi(catch_unwind)]
-pub fn leased_worker_id(generator: &External<Lease>) -> f64 {
-    number(generator.worker_id())
+pub fn leased_worker_id(generator: &External<Lease>) -> Result<f64> {
+    lease(generator.worker_id()).map(number)
 }
 
 /// A leased generator's slow-path counters, for metrics (`stats()` in JS).
@@ -429,24 +609,56 @@ pub struct LeaseStatsOut {
     pub reserved_until_ms: f64,
     /// The start-up clock check: local minus the coordinator's clock, ms (`None`: not measured).
     pub measured_skew_ms: Option<f64>,
+    /// Whether the generator heals (`heal`, the default), and what healing went through.
+    pub heal: bool,
+    pub losses: f64,
+    pub heals: f64,
+    pub heal_failures: f64,
+    pub last_loss: Option<String>,
+    pub last_heal_error: Option<String>,
 }
 
 /// The counters of a leased generator (never waits, never leases).
 #[napi(catch_unwind)]
 pub fn leased_stats(generator: &External<Lease>) -> LeaseStatsOut {
-    let stats = generator.stats();
+    let heal = generator.heal_stats();
+    let lease = generator.lease_stats();
+    let counters = generator.counters();
+    // The state: the lease's own ("active", "lost", "closed"), or while a healing generator
+    // holds none, "healing" (or "closed").
+    let state = match (&heal, &lease) {
+        (Some(heal), _) if heal.state != "active" => heal.state,
+        (_, Some(lease)) => lease.state,
+        (_, None) => "healing",
+    };
     LeaseStatsOut {
-        worker_id: number(stats.worker_id),
-        state: stats.state.to_owned(),
-        renewals: number(stats.counters.renewals),
-        renewal_failures: number(stats.counters.renewal_failures),
-        clock_steps_back: number(stats.counters.clock_steps_back),
-        clock_seq_switches: number(stats.counters.clock_seq_switches),
-        waits: number(stats.counters.waits),
-        wait_us: number(stats.counters.wait_us),
-        deadline_in_ms: stats.deadline_in_ms.map(number),
-        reserved_until_ms: number(stats.reserved_until_ms),
-        measured_skew_ms: stats.measured_skew_ms.map(|ms| ms as f64),
+        worker_id: generator.worker_id().map_or(-1.0, number),
+        state: state.to_owned(),
+        renewals: number(counters.renewals),
+        renewal_failures: number(counters.renewal_failures),
+        clock_steps_back: number(counters.clock_steps_back),
+        clock_seq_switches: number(counters.clock_seq_switches),
+        waits: number(counters.waits),
+        wait_us: number(counters.wait_us),
+        deadline_in_ms: match &lease {
+            Some(lease) => lease.deadline_in_ms.map(number),
+            None => Some(0.0),
+        },
+        reserved_until_ms: lease
+            .as_ref()
+            .map_or(0.0, |lease| number(lease.reserved_until_ms)),
+        measured_skew_ms: lease
+            .as_ref()
+            .and_then(|lease| lease.measured_skew_ms)
+            .map(|ms| ms as f64),
+        heal: heal.is_some(),
+        losses: heal.as_ref().map_or(0.0, |heal| number(heal.losses)),
+        heals: heal.as_ref().map_or(0.0, |heal| number(heal.heals)),
+        heal_failures: heal
+            .as_ref()
+            .map_or(0.0, |heal| number(heal.failed_attempts)),
+        last_loss: heal.as_ref().and_then(|heal| heal.last_loss.clone()),
+        last_heal_error: heal.and_then(|heal| heal.last_error),
     }
 }
 
@@ -462,11 +674,12 @@ pub fn leased_coordinator(generator: &External<Lease>) -> String {
     generator.coordinator().to_owned()
 }
 
-/// A snapshot of the leased generator's state.
+/// A snapshot of the leased generator's state; while a healing generator leases again, its
+/// retryable refusal.
 #[napi(catch_unwind)]
-pub fn leased_state(generator: &External<Lease>) -> StateOut {
-    let state = generator.state();
-    StateOut {
+pub fn leased_state(generator: &External<Lease>) -> Result<StateOut> {
+    let state = lease(generator.state())?;
+    Ok(StateOut {
         layout_fingerprint: state.layout_fingerprint.to_string(),
         worker_id: number(state.worker_id),
         clock_seq: number(state.clock_seq),
@@ -475,7 +688,7 @@ pub fn leased_state(generator: &External<Lease>) -> StateOut {
             .iter()
             .map(|mark| mark.map(number))
             .collect(),
-    }
+    })
 }
 
 /// Stops issuing ids, stores the state and releases the worker id, on the calling thread

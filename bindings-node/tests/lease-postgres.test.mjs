@@ -1,6 +1,6 @@
 // Generator.open against a real PostgreSQL: row leases, reuse after close, and LEASE_LOST when the
-// server goes away for longer than the TTL (no id after the deadline), then a new lease once it
-// is back. `make test-node` starts a throwaway server (scripts/postgres.sh) and sets
+// server goes away for longer than the TTL (no id after the deadline; `heal: false`), then a new
+// lease once it is back; with healing (the default), a lease leased again without a restart. `make test-node` starts a throwaway server (scripts/postgres.sh) and sets
 // CLOCKFLAKE_PG_URL / CLOCKFLAKE_PG_DIR; run by hand without them, these tests are skipped.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,7 +41,7 @@ test('postgres: distinct leased worker ids, reuse after close, ids above the pre
 test('postgres: server down past the TTL -> LEASE_LOST, no id after the deadline; a new lease once it is back', { skip }, async () => {
   const env = { ...process.env };
   const uri = `${url}?app=${app}-b&ttl=1s`;
-  const gen = Generator.openSync(uri);
+  const gen = Generator.openSync(uri, { heal: false });
   gen.nextId();
   const haltedAt = performance.now();
   execFileSync(script, ['halt'], { env, stdio: 'inherit' });
@@ -81,7 +81,7 @@ test('postgres: lease lost while a tight loop serves ids from JavaScript: no id 
   const env = { ...process.env };
   const ttlMs = 1000;
   const uri = `${url}?app=${app}-c&ttl=1s`;
-  const gen = Generator.openSync(uri);
+  const gen = Generator.openSync(uri, { heal: false });
   for (let i = 0; i < 10_000; i++) gen.nextId();
   const haltedAt = performance.now();
   execFileSync(script, ['halt'], { env, stdio: 'inherit' });
@@ -142,7 +142,7 @@ test('postgres: 50 ms ticks, ids paced 2 per ms: grants park 2 ticks + 10 ms bef
   // at a time: JavaScript's grant ends at least 2 ticks + 10 ms before it.
   const layout = workerLayout(7, 50);
   const env = { ...process.env };
-  const gen = Generator.openSync(`${url}?app=${app}-d&ttl=1s`, { layout });
+  const gen = Generator.openSync(`${url}?app=${app}-d&ttl=1s`, { layout, heal: false });
   gen.nextId();
   execFileSync(script, ['halt'], { env, stdio: 'inherit' });
   const remaining = gen.leaseRemainingMs;
@@ -174,5 +174,105 @@ test('postgres: 50 ms ticks, ids paced 2 per ms: grants park 2 ticks + 10 ms bef
   } finally {
     execFileSync(script, ['resume'], { env, stdio: 'inherit' });
   }
+  gen.closeSync();
+});
+
+/** The first generator `Generator.open` gives within `ms` (the server answers again soon after a thaw). */
+async function openPatiently(uri, options, ms = 10_000) {
+  const giveUp = performance.now() + ms;
+  for (;;) {
+    try {
+      return await Generator.open(uri, options);
+    } catch (error) {
+      if (error.code !== 'COORDINATOR_UNAVAILABLE' || performance.now() > giveUp) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+test('postgres: frozen past the TTL, then thawed: a retryable refusal while lost, healed without a restart, no id repeats', { skip }, async () => {
+  const env = { ...process.env };
+  const uri = `${url}?app=${app}-heal&ttl=1s`;
+  // Heals by default. At a 1 s TTL a loaded machine may take too long for a first grant: retried.
+  const gen = await openPatiently(uri);
+  const firstWorker = gen.workerId;
+  const ids = [];
+  const refusals = [];
+  let slowest = 0;
+  // `count` ids in a row, most of them from JavaScript's grant; each call timed, each id kept.
+  const issue = (count) => {
+    for (let i = 0; i < count; i++) {
+      const asked = performance.now();
+      try {
+        ids.push(gen.nextId());
+      } catch (error) {
+        refusals.push(error);
+      }
+      slowest = Math.max(slowest, performance.now() - asked);
+    }
+  };
+  const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  issue(1000);
+  execFileSync(script, ['freeze'], { env, stdio: 'inherit' });
+  let whileFrozen;
+  let activeWhileFrozen;
+  try {
+    const until = performance.now() + 2500;
+    while (performance.now() < until) {
+      issue(50);
+      await pause(1);
+    }
+    whileFrozen = gen.stats();
+    activeWhileFrozen = gen.isActive;
+    // No worker id while no lease is held: the same retryable refusal as ids.
+    assert.throws(() => gen.workerId, { code: 'COORDINATOR_UNAVAILABLE' });
+  } finally {
+    execFileSync(script, ['thaw'], { env, stdio: 'inherit' });
+  }
+  // A newcomer at the thaw (it may take the old worker id): its ids count too.
+  const newcomer = await openPatiently(uri, { heal: false });
+  const newcomerIds = newcomer.nextIds(1000);
+  const healedBy = performance.now() + 15_000;
+  while (!(gen.isActive && gen.stats().heals >= 1)) {
+    assert.ok(performance.now() < healedBy, `not healed 15 s after the thaw: ${JSON.stringify(gen.stats())}`);
+    issue(20);
+    await pause(5);
+  }
+  const lastRefusal = refusals.length;
+  issue(20_000); // under the new lease, from new grants
+  const stats = gen.stats();
+
+  assert.equal(activeWhileFrozen, false);
+  assert.equal(whileFrozen.state, 'healing', JSON.stringify(whileFrozen));
+  assert.equal(whileFrozen.workerId, null);
+  assert.ok(whileFrozen.losses >= 1, JSON.stringify(whileFrozen));
+  assert.ok(refusals.length > 0, 'the lease was never lost');
+  for (const error of refusals) {
+    // The code every coordinator outage has: what the recipes already catch and retry.
+    assert.equal(error.code, 'COORDINATOR_UNAVAILABLE', error.message);
+    assert.equal(typeof error.retryAtMs, 'number');
+  }
+  assert.ok(refusals.some((error) => /lease was lost/.test(error.message)), refusals.at(-1).message);
+  assert.equal(refusals.length, lastRefusal, 'refused after it healed');
+  assert.ok(slowest < 500, `an id call took ${slowest.toFixed(1)} ms`);
+  assert.equal(stats.state, 'active');
+  assert.equal(stats.heal, true);
+  assert.ok(stats.heals >= 1 && stats.lastLoss, JSON.stringify(stats));
+  assert.equal(stats.workerId, gen.workerId);
+  assert.notEqual(gen.workerId, newcomer.workerId);
+
+  // Every id of both generators, kept and checked: none repeats.
+  const all = [...ids, ...newcomerIds, ...gen.nextIds(1000)];
+  assert.equal(new Set(all).size, all.length, 'a duplicate id');
+  const workers = new Set(all.map((id) => decode(id).workerId));
+  assert.ok(workers.has(gen.workerId) && workers.has(newcomer.workerId) && workers.has(firstWorker), [...workers].join());
+  await newcomer.close();
+  await gen.close();
+});
+
+test('postgres: heal: false keeps a lost lease lost (LEASE_LOST), and heal must be a boolean', { skip }, () => {
+  assert.throws(() => Generator.openSync(`${url}?app=${app}-opt`, { heal: 'yes' }), { name: 'TypeError', code: 'INVALID_ARG_TYPE' });
+  const gen = Generator.openSync(`${url}?app=${app}-opt`, { heal: false });
+  assert.equal(gen.stats().heal, false);
   gen.closeSync();
 });

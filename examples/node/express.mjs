@@ -24,9 +24,12 @@ export function createApp(ids) {
     res.json(order);
   });
 
-  // Readiness: 200 while the generator holds its lease; 503 once it is lost or closed.
+  // Readiness: 200 while the generator holds its lease; 503 while a lost lease is leased again
+  // ("healing", with why it was lost) and once closed. stats() never throws (workerId is null
+  // while healing; reading ids.workerId then throws the retryable COORDINATOR_UNAVAILABLE).
   app.get('/readyz', (_req, res) => {
-    res.status(ids.isActive ? 200 : 503).json({ state: ids.stats().state, workerId: ids.workerId });
+    const { state, workerId, lastLoss } = ids.stats();
+    res.status(ids.isActive ? 200 : 503).json({ state, workerId, lastLoss });
   });
   return app;
 }
@@ -40,8 +43,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   process.once('SIGTERM', () => {
     // Stop accepting; once the requests in flight are answered, release the worker id.
     server.close(async () => {
+      const { workerId } = ids.stats();
       await ids.close();
-      console.log(`worker ${ids.workerId} released`);
+      console.log(`worker ${workerId} released`);
     });
   });
 }

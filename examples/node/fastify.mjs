@@ -22,10 +22,13 @@ export function createApp(ids) {
     return { id: BigInt(request.params.id), item: 'from the schema route' };
   });
 
-  // Readiness: 200 while the generator holds its lease; 503 once it is lost or closed.
+  // Readiness: 200 while the generator holds its lease; 503 while a lost lease is leased again
+  // ("healing", with why it was lost) and once closed. stats() never throws (workerId is null
+  // while healing; reading ids.workerId then throws the retryable COORDINATOR_UNAVAILABLE).
   app.get('/readyz', async (_request, reply) => {
+    const { state, workerId, lastLoss } = ids.stats();
     reply.code(ids.isActive ? 200 : 503);
-    return { state: ids.stats().state, workerId: ids.workerId };
+    return { state, workerId, lastLoss };
   });
   return app;
 }
@@ -36,8 +39,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const app = createApp(ids);
   // app.close() stops accepting and answers the requests in flight, then runs onClose hooks.
   app.addHook('onClose', async () => {
+    const { workerId } = ids.stats();
     await ids.close();
-    console.log(`worker ${ids.workerId} released`);
+    console.log(`worker ${workerId} released`);
   });
   process.once('SIGTERM', () => app.close());
   const address = await app.listen({ port: Number(process.env.PORT ?? 3000) });

@@ -97,7 +97,7 @@ for (const file of ['./express.mjs', './fastify.mjs']) {
       assert.equal(workerId, 0);
       const ready = await fetch(`${url}/readyz`);
       assert.equal(ready.status, 200);
-      assert.deepEqual(await ready.json(), { state: 'active', workerId: 0 });
+      assert.deepEqual(await ready.json(), { state: 'active', workerId: 0, lastLoss: null });
       const created = await fetch(`${url}/orders`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -118,34 +118,60 @@ for (const file of ['./express.mjs', './fastify.mjs']) {
   });
 }
 
-test('express and fastify: /readyz answers 503 once the lease is lost', async (t) => {
+test('express and fastify: /readyz answers 503 while a lost lease heals, 200 once it has', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'clockflake-recipe-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const ids = await Generator.open(`file://${dir}/ids?app=orders`);
+  const uri = `file://${dir}/ids?app=orders`;
+  // Two worker ids in all (one worker bit), so that healing waits while both are held.
+  const layout = {
+    fields: [
+      { name: 'timestamp', bits: 41 },
+      { name: 'worker', bits: 1 },
+      { name: 'sequence', bits: 12 },
+    ],
+    epochMs: Date.UTC(2024, 0, 1),
+  };
+  const ids = await Generator.open(uri, { layout });
+  const other = await Generator.open(uri, { layout });
   const server = expressApp(ids).listen(0);
   const fastify = fastifyApp(ids);
+  let newcomer = null;
+  const until = async (ready, what) => {
+    const deadline = Date.now() + 10_000;
+    while ((await viaExpress()).status !== (ready ? 200 : 503)) {
+      assert.ok(Date.now() < deadline, `not ${what} 10 s later`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  const viaExpress = () => fetch(`http://127.0.0.1:${server.address().port}/readyz`);
+  const viaFastify = () => fastify.inject({ method: 'GET', url: '/readyz' });
   try {
     await new Promise((resolve) => server.once('listening', resolve));
-    const viaExpress = () => fetch(`http://127.0.0.1:${server.address().port}/readyz`);
-    const viaFastify = () => fastify.inject({ method: 'GET', url: '/readyz' });
     assert.equal((await viaExpress()).status, 200);
     assert.equal((await viaFastify()).statusCode, 200);
     unlinkSync(join(dir, 'ids', 'orders', 'worker-0.lock')); // lost at the next renewal
-    const deadline = Date.now() + 10_000;
-    while ((await viaExpress()).status === 200) {
-      assert.ok(Date.now() < deadline, 'still ready 10 s after the lock file was removed');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    newcomer = await Generator.open(uri, { layout }); // takes worker id 0: the pool is full
+    assert.equal(newcomer.workerId, 0);
+    await until(false, 'unready');
     const unready = await viaExpress();
+    const body = await unready.json();
     assert.equal(unready.status, 503);
-    assert.deepEqual(await unready.json(), { state: 'lost', workerId: 0 });
+    assert.equal(body.state, 'healing');
+    assert.equal(body.workerId, null);
+    assert.match(body.lastLoss, /worker-0.lock was removed/);
     const fromFastify = await viaFastify();
     assert.equal(fromFastify.statusCode, 503);
-    assert.equal(fromFastify.json().state, 'lost');
+    assert.equal(fromFastify.json().state, 'healing');
+    await other.close(); // frees worker id 1: the generator heals onto it
+    await until(true, 'ready again');
+    assert.deepEqual((await viaFastify()).json().workerId, 1);
+    assert.equal(decode(ids.nextId(), layout).workerId, 1);
   } finally {
     server.close();
     await fastify.close();
-    await ids.close().catch(() => {}); // a lost lease has nothing left to release
+    await ids.close();
+    await other.close();
+    await newcomer?.close();
   }
 });
 

@@ -12,7 +12,9 @@ function openRetrying(uri) {
   const started = Date.now();
   for (;;) {
     try {
-      return Generator.openSync(uri);
+      // heal: false, as chaos_child.rs opens a plain leased generator: the test checks the
+      // lease's deadline (LEASE_LOST), not healing.
+      return Generator.openSync(uri, { heal: false });
     } catch (error) {
       if (Date.now() - started > 30_000) throw error;
       sleep(200);
