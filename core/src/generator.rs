@@ -522,7 +522,7 @@ impl Generator {
     #[inline(always)]
     fn block(&self, first: u64, count: u64) -> IdBlock {
         let tick_ms = self.epoch_ms + (first >> self.timestamp_shift) * self.unit_ms;
-        IdBlock::within_tick(first, count, self.sequence_one, tick_ms, self.unit_ms)
+        IdBlock::within_tick(first, count, self.sequence_one, tick_ms)
     }
 
     /// The tick of `now_ms`, wrapping to a huge value before the epoch (caught by `max_tick`).

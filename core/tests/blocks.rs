@@ -75,7 +75,7 @@ fn a_block_after_the_clock_steps_back_moves_to_another_clock_sequence() {
 }
 
 #[test]
-fn a_block_is_servable_within_its_tick_only_and_says_which_tick() {
+fn a_block_says_which_tick_its_ids_carry() {
     // Sonyflake ticks are 10 ms: a block taken mid-tick is served from the tick's start to its end.
     let gen = Generator::new(Layout::SONYFLAKE, 1, Options::default()).unwrap();
     let now = T + 3;
@@ -90,18 +90,8 @@ fn a_block_is_servable_within_its_tick_only_and_says_which_tick() {
             .timestamp_ms,
         tick_start
     );
-    assert_eq!(
-        (block.serve_from_ms(), block.serve_until_ms()),
-        (tick_start, tick_start + 10)
-    );
-    assert!(block.servable_at(tick_start) && block.servable_at(tick_start + 9));
-    assert!(!block.servable_at(tick_start - 1) && !block.servable_at(tick_start + 10));
-    // An issuer narrows the window (a lease's deadline, another clock); the ids stay the same.
-    let narrowed = block.served_within(tick_start + 100, tick_start + 102);
-    assert!(!narrowed.servable_at(tick_start) && narrowed.servable_at(tick_start + 101));
-    assert!(narrowed.eq(block));
-    // An empty block is never servable.
-    assert!(!gen.next_block_at(now, 0).unwrap().servable_at(now));
+    // An empty block has no ids.
+    assert_eq!(gen.next_block_at(now, 0).unwrap().len(), 0);
 }
 
 /// A clock that covers time only while `open` holds, as a lease's clock does.

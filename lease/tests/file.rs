@@ -433,35 +433,6 @@ fn blocks_and_single_ids_from_four_threads_never_repeat() {
 }
 
 #[test]
-fn a_blocks_window_is_on_the_system_clock_whatever_the_generators_time() {
-    // An injected clock 5 s behind the system's: the block's tick is on the generator's time,
-    // its window moved onto the system's wall clock, which is what a binding serving it reads.
-    let dir = TempDir::new("offset");
-    let gen = open(&uri(&dir, "o"), Layout::CLOCKSEQ, offset_clock(-5000)).unwrap();
-    let block = (0..100)
-        .map(|_| gen.next_block(64).unwrap())
-        .find(|block| block.len() > 1)
-        .expect("a block of more than one id");
-    let tick = block.tick_ms();
-    assert_eq!(
-        Layout::CLOCKSEQ
-            .decode(block.peek().unwrap())
-            .unwrap()
-            .timestamp_ms,
-        tick
-    );
-    let shift = block.serve_from_ms() as i64 - tick as i64;
-    // 5 s, give or take the moments between the two clock reads (the thread may be preempted).
-    assert!((4950..=5050).contains(&shift), "window moved by {shift} ms");
-    assert_eq!(
-        block.serve_until_ms() - block.serve_from_ms(),
-        1,
-        "one tick, no deadline"
-    );
-    assert!(block.servable_at(tick + shift as u64) && !block.servable_at(tick));
-}
-
-#[test]
 fn an_invalid_uri_names_every_coordinator_scheme() {
     let error = open("ftp://host/ids", Layout::CLOCKSEQ, LeaseOptions::default()).unwrap_err();
     assert_eq!(error.code(), "INVALID_URI");

@@ -432,17 +432,14 @@ impl LeasedGenerator {
     }
 
     /// Up to `max_count` consecutive ids of one tick (at least one when `max_count` is not 0),
-    /// for a binding that hands them out one by one later (the Node package serves them from
-    /// JavaScript without a native call per id). Waits like [`LeasedGenerator::next_id`].
+    /// in one step, for bulk calls (Python's `next_ids` fills its buffer from blocks). Waits
+    /// like [`LeasedGenerator::next_id`]. Use the ids at once: they are checked now, not when
+    /// they are handed out later.
     ///
-    /// The block's window ([`IdBlock::servable_at`]) is on the system's wall clock, whatever
-    /// this generator's time is, and ends at the end of the block's tick or before the lease
-    /// deadline, whichever comes first: a binding serves the block only while
-    /// `servable_at(system clock)` holds, and never after [`LeasedGenerator::close`], and needs
-    /// to know nothing of leases. More than one id is granted only while the deadline is more
-    /// than two ticks + 10 ms away; closer, a block of one id, checked exactly as `next_id`'s;
-    /// past the deadline it refuses with `LEASE_LOST`. Every id of a block is inside the
-    /// persisted reservation and its clock sequence, like every id of `next_id`.
+    /// More than one id is granted only while the deadline is more than two ticks + 10 ms
+    /// away; closer, a block of one id, checked exactly as `next_id`'s; past the deadline it
+    /// refuses with `LEASE_LOST`. Every id of a block is inside the persisted reservation and
+    /// its clock sequence, like every id of `next_id`.
     pub fn next_block(&self, max_count: u64) -> Result<IdBlock, LeaseError> {
         self.block(None, max_count, true)
     }
@@ -581,7 +578,7 @@ impl LeasedGenerator {
         if let Some(first) = block.peek() {
             self.shared.covered(first, wait)?;
         }
-        Ok(self.shared.window_on_system_clock(block))
+        Ok(block)
     }
 
     #[inline(always)]

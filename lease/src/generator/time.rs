@@ -131,24 +131,6 @@ impl Shared {
         }
     }
 
-    /// `block`'s window moved from this generator's time onto the system's wall clock, and
-    /// ended before the lease deadline (see [`super::LeasedGenerator::next_block`]).
-    pub(super) fn window_on_system_clock(&self, block: IdBlock) -> IdBlock {
-        // One read of each clock: the boot clock gives this generator's time and the time left
-        // to the deadline, the wall clock the shift onto the system's time.
-        let boot = boot_ms();
-        let own_ms = self.time.at_boot(boot);
-        let system_ms = wall_ms();
-        let to_system = |ms: u64| (ms + system_ms).saturating_sub(own_ms);
-        let until_ms = match self.deadline() {
-            None => block.serve_until_ms(),
-            Some(deadline) => block
-                .serve_until_ms()
-                .min(own_ms.saturating_add(deadline.saturating_sub(boot))),
-        };
-        block.served_within(to_system(block.serve_from_ms()), to_system(until_ms))
-    }
-
     /// Waits until the wall clock reads `at_ms` on core's wait loop (patience for the wait
     /// plus a second), checking before each pause that the lease is still alive.
     pub(super) fn wait_until(&self, at_ms: u64) -> Result<(), LeaseError> {
