@@ -29,9 +29,10 @@
 
 PGEXT_DIR := $(ROOT)/postgres-extension
 PGEXT_PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
-PGEXT_CARGO := PGRX_PG_CONFIG_PATH=$(PGEXT_PG_CONFIG) CARGO_TARGET_DIR=$(ROOT)/target/pgext \
-  $(CARGO)
-PGEXT_LIB := $(ROOT)/target/pgext/release/libclockflake_postgres.so
+# Another target directory by PGEXT_TARGET=DIR (a helper's own, beside other builds).
+PGEXT_TARGET ?= $(ROOT)/target/pgext
+PGEXT_CARGO := PGRX_PG_CONFIG_PATH=$(PGEXT_PG_CONFIG) CARGO_TARGET_DIR=$(PGEXT_TARGET) $(CARGO)
+PGEXT_LIB := $(PGEXT_TARGET)/release/libclockflake_postgres.so
 PGEXT_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(PGEXT_DIR)/clockflake.control)
 PGEXT_SQL := $(PGEXT_DIR)/sql/clockflake--$(PGEXT_VERSION).sql
 
@@ -66,9 +67,9 @@ lint-postgres-extension: setup-rust
 	cd $(PGEXT_DIR) && $(PGEXT_CARGO) clippy -q --release --locked -- -D warnings
 
 dist-postgres-extension: build-postgres-extension
-	rm -rf $(ROOT)/target/pgext/dist && mkdir -p $(DIST_DIR)
-	$(call pgext_install,$(ROOT)/target/pgext/dist)
-	tar -C $(ROOT)/target/pgext/dist -czf \
+	rm -rf $(PGEXT_TARGET)/dist && mkdir -p $(DIST_DIR)
+	$(call pgext_install,$(PGEXT_TARGET)/dist)
+	tar -C $(PGEXT_TARGET)/dist -czf \
 	  $(DIST_DIR)/clockflake-postgresql15-$(PGEXT_VERSION)-$$(uname -m).tar.gz usr
 
 TEST_TARGETS += test-postgres-extension

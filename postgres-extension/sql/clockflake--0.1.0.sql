@@ -48,3 +48,23 @@ CREATE FUNCTION clockflake.id_range("from" timestamptz, "to" timestamptz)
     AS 'MODULE_PATHNAME', 'id_range_wrapper';
 COMMENT ON FUNCTION clockflake.id_range(timestamptz, timestamptz) IS
     'The lowest and highest id of a time window, both ends inclusive (WHERE id BETWEEN lo AND hi).';
+
+-- How this server gets its worker id, and what its lease has been through.
+CREATE TYPE clockflake.lease_status AS (
+    state text,
+    worker_id bigint,
+    coordinator text,
+    losses bigint,
+    heals bigint,
+    failed_attempts bigint,
+    last_loss text,
+    last_error text
+);
+
+-- state: unleased (a worker id typed by hand), none (no worker id configured), or the lease
+-- worker's starting, active, healing (the lease lost, leasing again) or stopped.
+CREATE FUNCTION clockflake.lease_status() RETURNS clockflake.lease_status
+    LANGUAGE c VOLATILE PARALLEL SAFE
+    AS 'MODULE_PATHNAME', 'lease_status_wrapper';
+COMMENT ON FUNCTION clockflake.lease_status() IS
+    'How this server gets its worker id: state, worker_id, coordinator, losses, heals, failed_attempts, last_loss, last_error.';

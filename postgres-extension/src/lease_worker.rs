@@ -1,89 +1,52 @@
-//! The lease worker: a background worker that takes the server's worker id from a coordinator
-//! through `clockflake-lease` (`clockflake.lease = 'file:///DIR?app=NAME'`), resumes core's
-//! generator from the lease's state record into shared memory, and keeps the record's marks
-//! ahead of every id the backends hand out (a reservation, renewed every 100 ms; see
-//! shared.rs for the id path's side).
+//! The lease worker: a background worker that takes the server's worker id from the
+//! coordinator `clockflake.lease` names (any URI `clockflake_lease::connect` takes:
+//! `file://`, `postgres://`, `redis://`, `zookeeper://`, `etcd://`, `k8s://`, `env://`), resumes core's
+//! generator from the lease's state record into shared memory (shared.rs), and drives the
+//! lease's production state machine, `clockflake_lease::holder::Holder`, as the Rust renewal
+//! thread (lease/src/generator/renewer.rs) and the simulator drive it: the Holder decides when
+//! to renew, what each renewal reserves, the deadline, and when the lease is lost; this loop
+//! only does the coordinator's I/O, sleeps on its latch, and writes what the Holder publishes
+//! to the slot's limits in shared memory.
+//!
+//! Start-up is not the Holder's yet (lease/src/holder.rs says so): it follows
+//! `LeasedGenerator::start` step by step with the same public pieces (`protocol::resume`, the
+//! skew verdict, `protocol::first_reservation`, the deadline of the grant).
+//!
+//! Healing: a lost lease (the Holder at its deadline, the coordinator saying so, the cheap
+//! check) stops its slot at once and publishes "no lease"; backends refuse with a retryable
+//! error meanwhile, never waiting. The worker gives the lost worker id back untouched and
+//! leases again at once, then after each failure with clockflake-lease's back-off
+//! (`FIRST_BACKOFF` doubling to `MAX_BACKOFF`), perhaps under another worker id; the new
+//! generator goes into another slot and a new generation (shared.rs). The same loop takes the
+//! first lease, so a coordinator down at server start is waited for the same way.
+//!
+//! Threads: coordinators may run threads of their own (tokio's, for `postgres://`,
+//! `zookeeper://` and `etcd://`), in this process only, never in a backend; none of them calls into
+//! PostgreSQL (clockflake-lease does not link it). Every call into clockflake-lease runs with
+//! every signal blocked in this thread ([`unsignalled`]), so that a thread it starts inherits
+//! a mask that blocks them all and PostgreSQL's signal handlers only ever run on this one.
 //!
 //! It starts once the server is out of recovery (a standby leases nothing until promoted).
-//! Any exit but a crash stops ids first; a crash of any process restarts the whole server,
-//! shared memory included. A lease that cannot be taken is retried every 5 s (the worker
-//! exits with 1 and the postmaster starts it again). A lease lost, or released at shutdown,
-//! stops ids until the server restarts: the generator in shared memory is written once.
-//!
-//! This version speaks `file://` only (one host), through the public `Coordinator` trait:
-//! the URI is read here with the parameters `app` and `reserve`. clockflake-lease's own URI
-//! parser (`uri::connect`) is private; once it is public every scheme can come through it.
+//! SIGTERM (a shutdown, or an operator) stops ids, gives the worker id back with the stored
+//! record and exits 0: the postmaster does not start it again before a server restart. An
+//! exit on an error leaves backends refusing as while healing, and the postmaster starts the
+//! worker again after 5 s, which leases again.
 
 use std::time::Duration;
 
-use clockflake::{Clock, Generator, Layout, Options, State, SystemClock};
-use clockflake_lease::{parse_duration, Coordinator, FileCoordinator, LeaseError};
+use clockflake::{Field, Generator, Layout, Options, State};
+use clockflake_lease::holder::{Answer, Holder, Now, Reply, Turn};
+use clockflake_lease::protocol::{self, Book, Terms};
+use clockflake_lease::{boot_ms, Coordinator, LeaseError, FIRST_BACKOFF, MAX_BACKOFF};
 use pgrx::bgworkers::{
     BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags,
 };
 use pgrx::prelude::*;
 
-use crate::shared::{pack, Shared};
+use crate::shared::{Shared, Slot, HEALING, STOPPED};
 
-/// How often the worker checks the lease and renews the reservation when due.
-const TURN: Duration = Duration::from_millis(100);
-
-/// How soon a lease that could not be taken is tried again.
-const RETRY_START: Duration = Duration::from_secs(5);
-
-/// A `file://` lease URI, read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileLease {
-    pub dir: String,
-    pub app: String,
-    pub reserve_ms: u64,
-}
-
-/// Reads `file:///DIR?app=NAME&reserve=DURATION` (the parameters clockflake-lease gives
-/// `file://`; `app` defaults to `default`, `reserve` to 1 s).
-pub fn parse_lease_uri(uri: &str) -> Result<FileLease, LeaseError> {
-    let invalid = |reason: &str| LeaseError::InvalidUri {
-        uri: clockflake_lease::redact(uri),
-        reason: reason.into(),
-    };
-    let Some(rest) = uri.strip_prefix("file://") else {
-        return Err(invalid(
-            "this version of the extension leases from file:// only (file:///DIR?app=NAME)",
-        ));
-    };
-    let (dir, query) = rest.split_once('?').unwrap_or((rest, ""));
-    if !dir.starts_with('/') || dir.len() < 2 {
-        return Err(invalid(
-            "expected an absolute directory: file:///DIR?app=NAME",
-        ));
-    }
-    let mut lease = FileLease {
-        dir: dir.to_owned(),
-        app: clockflake_lease::DEFAULT_APP.to_owned(),
-        reserve_ms: duration_ms(clockflake_lease::DEFAULT_RESERVE),
-    };
-    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
-        match pair.split_once('=') {
-            Some(("app", app)) if !app.is_empty() => lease.app = app.to_owned(),
-            Some(("reserve", text)) => {
-                let reserve = parse_duration(text)
-                    .filter(|reserve| !reserve.is_zero())
-                    .ok_or_else(|| invalid("reserve must be a duration such as 1s or 500ms"))?;
-                lease.reserve_ms = duration_ms(reserve);
-            }
-            _ => {
-                return Err(invalid(&format!(
-                    "unknown parameter {pair:?} (app, reserve)"
-                )))
-            }
-        }
-    }
-    Ok(lease)
-}
-
-fn duration_ms(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
+/// How soon the postmaster starts the worker again after it exited on an error.
+const RESTART_AFTER: Duration = Duration::from_secs(5);
 
 /// Registers the worker (from `_PG_init`, in the postmaster).
 pub fn register() {
@@ -93,101 +56,341 @@ pub fn register() {
         .set_function("clockflake_lease_worker_main")
         .enable_shmem_access(None)
         .set_start_time(BgWorkerStartTime::RecoveryFinished)
-        .set_restart_time(Some(RETRY_START))
+        .set_restart_time(Some(RESTART_AFTER))
         .load();
 }
 
-/// Record marks never go down: each slot the greater of what was stored and what the
-/// generator says now, the clock sequence the generator's.
-fn merged(stored: &State, now: &State) -> State {
-    let mut record = *now;
-    for (mark, before) in record.high_water_ms.iter_mut().zip(stored.high_water_ms) {
-        *mark = (*mark).max(before);
+/// The URI schemes `clockflake_lease::connect` takes, checked in the postmaster at start
+/// (the rest of the URI is read by the worker: reading it may connect).
+pub const SCHEMES: [&str; 10] = [
+    "file",
+    "postgres",
+    "postgresql",
+    "redis",
+    "rediss",
+    "zookeeper",
+    "etcd",
+    "etcds",
+    "k8s",
+    "env",
+];
+
+/// Runs `call` (a call into clockflake-lease) with every signal blocked in this thread, then
+/// restores the mask: threads the call starts inherit the blocked mask, so that no signal of
+/// PostgreSQL's is ever handled on them; one sent meanwhile waits for this thread.
+fn unsignalled<T>(call: impl FnOnce() -> T) -> T {
+    // SAFETY: plain calls on this thread's signal mask, with valid pointers to local sets.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut before);
+        let made = call();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+        made
     }
-    record
 }
 
+/// One lease: its coordinator, the Holder driving it, and its slot in shared memory.
 struct Lease {
-    coordinator: FileCoordinator,
-    reserve_ms: u64,
-    /// The record the coordinator holds: it covers every id handed out.
-    stored: State,
+    coordinator: Box<dyn Coordinator>,
+    holder: Holder,
+    slot: usize,
+    worker_id: u64,
+    /// The last renewal's error, for the reason of a loss at the deadline.
+    last_error: Option<String>,
+}
+
+/// Why a lease ended.
+enum Ended {
+    Lost(String),
+    Shutdown,
+}
+
+/// The start-up clock check (`max_skew`), as clockflake-lease's `check_clock` makes it: the
+/// coordinator's clock read once, compared with ours at the request's midpoint.
+fn check_clock(coordinator: &mut dyn Coordinator, shared: &Shared) -> Result<(), LeaseError> {
+    let Some(max_skew) = coordinator.max_skew() else {
+        return Ok(());
+    };
+    let sent_ms = shared.now_ms();
+    let sent = std::time::Instant::now();
+    let Some(server_ms) = coordinator.server_time_ms()? else {
+        return Ok(());
+    };
+    let round_trip_ms = u64::try_from(sent.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let local_ms = sent_ms.saturating_add(round_trip_ms / 2);
+    let skew_ms = i64::try_from(i128::from(local_ms) - i128::from(server_ms)).unwrap_or(i64::MAX);
+    let max_skew_ms = u64::try_from(max_skew.as_millis()).unwrap_or(u64::MAX);
+    if protocol::skew_refused(skew_ms, round_trip_ms, max_skew_ms) {
+        return Err(LeaseError::ClockSkew {
+            coordinator: coordinator.redacted_uri(),
+            local_ms,
+            server_ms,
+            skew_ms,
+            round_trip_ms,
+            max_skew_ms,
+        });
+    }
+    Ok(())
+}
+
+/// What a granted lease starts with.
+struct Started {
+    generator: Generator,
+    terms: Terms,
+    until_ms: u64,
+    latency_ms: u64,
+    deadline_boot_ms: u64,
+    clock_seq: u64,
+}
+
+/// `LeasedGenerator::resume_grant`'s steps: the clock check, the worker's record resumed,
+/// the first reservation persisted (twice when the first write was slow), refused when the
+/// grant came back after its own deadline.
+fn resume(
+    coordinator: &mut dyn Coordinator,
+    shared: &Shared,
+    layout: Layout,
+    reserve: Duration,
+    grant: &clockflake_lease::Grant,
+    sent_boot_ms: u64,
+) -> Result<Started, LeaseError> {
+    check_clock(coordinator, shared)?;
+    let now_ms = shared.now_ms();
+    layout.check_time(now_ms)?;
+    let (state, ready_at_ms) = protocol::resume(&layout, grant, now_ms, || {
+        format!(
+            "{} worker id {}",
+            coordinator.redacted_uri(),
+            grant.worker_id
+        )
+    })?;
+    // Core names a record of another layout or clock sequence (`INVALID_STATE`).
+    let options = Options::default();
+    let generator = Generator::resume(layout, &state, options)?;
+    let terms = Terms::new(grant.ttl, reserve, generator.policy(), options.max_drift_ms);
+    let mut until_ms = 0;
+    let mut latency_ms = 0;
+    for _ in 0..2 {
+        let start_ms = shared.now_ms().max(now_ms).max(ready_at_ms);
+        until_ms = protocol::first_reservation(&terms, start_ms, latency_ms, until_ms);
+        let mut first: State = generator.state();
+        first.reserve(until_ms);
+        let renew_sent_ms = boot_ms();
+        coordinator.renew(&first)?;
+        latency_ms = boot_ms().saturating_sub(renew_sent_ms);
+        if !protocol::first_write_was_slow(&terms, latency_ms) {
+            break;
+        }
+    }
+    let deadline_boot_ms = terms.deadline_after(sent_boot_ms);
+    let started_boot_ms = boot_ms();
+    if started_boot_ms >= deadline_boot_ms {
+        return Err(LeaseError::CoordinatorUnavailable {
+            coordinator: coordinator.redacted_uri(),
+            reason: format!(
+                "the grant and the first reservation took {} ms, past the lease deadline; \
+                 try again",
+                started_boot_ms.saturating_sub(sent_boot_ms)
+            ),
+        });
+    }
+    Ok(Started {
+        clock_seq: state.clock_seq,
+        generator,
+        terms,
+        until_ms,
+        latency_ms,
+        deadline_boot_ms,
+    })
 }
 
 impl Lease {
     /// Takes a worker id, resumes the generator from its record, persists the first
-    /// reservation and publishes both.
+    /// reservation and installs both in a free slot.
     fn start(shared: &Shared, layout: Layout, uri: &str) -> Result<Lease, LeaseError> {
-        let target = parse_lease_uri(uri)?;
-        let mut coordinator = FileCoordinator::new(&target.dir, &target.app)?;
-        let grant = coordinator.acquire(&layout, SystemClock.now_ms())?;
-        let started = (|| {
-            let generator = match &grant.state {
-                Some(state) => Generator::resume(layout, state, Options::default())?,
-                None => Generator::new(layout, grant.worker_id, Options::default())?,
-            };
-            let now_ms = SystemClock.now_ms();
-            let until_ms = now_ms.saturating_add(target.reserve_ms);
-            let current = generator.state();
-            let mut record = grant
-                .state
-                .map_or(current, |stored| merged(&stored, &current));
-            record.reserve(until_ms);
-            coordinator.renew(&record)?;
-            Ok::<_, LeaseError>((generator, record, pack(until_ms, record.clock_seq)))
-        })();
-        let (generator, stored, reservation) = match started {
+        let workers = layout.max_worker_id() + 1;
+        if workers > clockflake_lease::MAX_LEASED_WORKERS {
+            return Err(LeaseError::TooManyWorkers { workers });
+        }
+        let (mut coordinator, reserve) = unsignalled(|| clockflake_lease::connect(uri))?;
+        shared.coordinator.set(&coordinator.redacted_uri());
+        let sent_boot_ms = boot_ms();
+        let now_ms = shared.now_ms();
+        let grant = unsignalled(|| coordinator.acquire(&layout, now_ms))?;
+        let started = unsignalled(|| {
+            resume(
+                coordinator.as_mut(),
+                shared,
+                layout,
+                reserve,
+                &grant,
+                sent_boot_ms,
+            )
+        });
+        let started = match started {
             Ok(started) => started,
             Err(error) => {
-                // Nothing was issued: the worker id goes back as it was.
-                let _ = coordinator.release(None);
+                // Nothing was issued: the worker id goes back untouched.
+                let _ = unsignalled(|| coordinator.release(None));
                 return Err(error);
             }
         };
+        let Started {
+            generator,
+            terms,
+            until_ms,
+            latency_ms,
+            deadline_boot_ms,
+            clock_seq,
+        } = started;
+        let cs_bits = layout.place(Field::ClockSeq, clock_seq);
+        let reserved_wall_ms = until_ms - terms.ahead_ms;
+        // A slot no backend reads: one is free unless backends paused inside calls hold
+        // every other (then a moment later, within the lease's deadline).
+        let slot = loop {
+            if let Some(slot) = shared.free_slot() {
+                break slot;
+            }
+            if !BackgroundWorker::wait_latch(Some(Duration::from_millis(10)))
+                || boot_ms() >= deadline_boot_ms
+            {
+                let _ = unsignalled(|| coordinator.release(None));
+                return Err(LeaseError::CoordinatorUnavailable {
+                    coordinator: coordinator.redacted_uri(),
+                    reason: "every generator slot still has a backend inside a call".into(),
+                });
+            }
+        };
+        shared.install(slot, generator, deadline_boot_ms, reserved_wall_ms, cs_bits);
         log!(
             "clockflake: leased worker id {} from {} (reservations of {} ms)",
             grant.worker_id,
             coordinator.redacted_uri(),
-            target.reserve_ms
+            terms.reserve_ms
         );
-        // SAFETY: the one call of this shared-memory lifetime: a worker that published does not
-        // start again without a server restart (it stops ids and exits 0).
-        unsafe { shared.publish_leased(generator, reservation) };
         Ok(Lease {
+            holder: Holder::started(
+                terms,
+                Book::started(until_ms, clock_seq, latency_ms, sent_boot_ms),
+            ),
             coordinator,
-            reserve_ms: target.reserve_ms,
-            stored,
+            slot,
+            worker_id: grant.worker_id,
+            last_error: None,
         })
     }
 
-    /// One turn: the coordinator's cheap check, and a renewal when half the reservation is
-    /// used or the generator moved to another clock sequence.
-    fn turn(&mut self, shared: &Shared, generator: &Generator) -> Result<(), LeaseError> {
-        self.coordinator.check()?;
-        let now_ms = SystemClock.now_ms();
-        let current = generator.state();
-        let (until_ms, clock_seq) = shared.reservation();
-        if current.clock_seq == clock_seq && until_ms > now_ms.saturating_add(self.reserve_ms / 2) {
-            return Ok(());
+    /// Drives the Holder until the lease is lost or the worker is told to stop.
+    fn run(&mut self, shared: &Shared) -> Ended {
+        let look = Duration::from_millis(self.holder.look_interval_ms());
+        let slot: &Slot = shared.slot(self.slot);
+        let generator = slot.generator();
+        let layout = *generator.layout();
+        loop {
+            if !BackgroundWorker::wait_latch(Some(look)) {
+                return Ended::Shutdown;
+            }
+            let now = Now {
+                boot_ms: boot_ms(),
+                wall_ms: shared.now_ms(),
+                wanted_wall_ms: shared.wanted_wall_ms(),
+                deadline_boot_ms: slot.deadline_boot_ms(),
+                reserved_wall_ms: slot.reserved_wall_ms(),
+                clock_seq: generator.state().clock_seq,
+            };
+            match self.holder.poll(now) {
+                Turn::Lose => {
+                    return Ended::Lost(match &self.last_error {
+                        Some(error) => {
+                            format!("no renewal before the lease deadline (last error: {error})")
+                        }
+                        None => "no renewal before the lease deadline".to_owned(),
+                    })
+                }
+                Turn::Renew { from_wall_ms } => {
+                    let sent = self.holder.send(generator.state(), from_wall_ms, boot_ms());
+                    let result = unsignalled(|| self.coordinator.renew(&sent.renewal.state));
+                    let answer = match &result {
+                        Ok(()) => {
+                            self.last_error = None;
+                            Answer::Renewed
+                        }
+                        Err(LeaseError::LeaseLost { .. }) => Answer::LeaseLost,
+                        Err(error) => {
+                            self.last_error = Some(error.to_string());
+                            Answer::Failed
+                        }
+                    };
+                    match self.holder.answered(sent.request, answer, boot_ms(), true) {
+                        Reply::Publish {
+                            renewed,
+                            deadline_moves,
+                        } => {
+                            let cs_bits = layout.place(Field::ClockSeq, renewed.clock_seq);
+                            slot.publish(&renewed, cs_bits, deadline_moves);
+                        }
+                        Reply::Lose => {
+                            return Ended::Lost(match result {
+                                Err(LeaseError::LeaseLost { reason }) => reason,
+                                Err(error) => error.to_string(),
+                                Ok(()) => String::new(),
+                            })
+                        }
+                        Reply::Nothing => {
+                            if let Err(error) = result {
+                                warning!("clockflake: renewal failed, retrying: {error}");
+                            }
+                        }
+                    }
+                }
+                Turn::Check => {
+                    if let Err(LeaseError::LeaseLost { reason }) =
+                        unsignalled(|| self.coordinator.check())
+                    {
+                        return Ended::Lost(reason);
+                    }
+                }
+                // Renewals here are answered before `send` returns: never in flight.
+                Turn::Await => {}
+            }
         }
-        let until_ms = now_ms.saturating_add(self.reserve_ms);
-        let mut record = merged(&self.stored, &current);
-        record.reserve(until_ms);
-        self.coordinator.renew(&record)?;
-        self.stored = record;
-        shared.renewed(pack(until_ms, record.clock_seq));
-        Ok(())
+    }
+
+    /// Gives the worker id back at shutdown, with the record (the reservation kept: a backend
+    /// may be between its check and its id).
+    fn release(mut self, shared: &Shared) {
+        let state = self
+            .holder
+            .released(shared.slot(self.slot).generator().state(), false);
+        if let Err(error) = unsignalled(|| self.coordinator.release(Some(&state))) {
+            warning!("clockflake: releasing the worker id failed: {error}");
+        }
+        unsignalled(|| drop(self.coordinator));
+    }
+
+    /// Gives a lost lease's worker id back untouched (the coordinator keeps whatever record it
+    /// last stored).
+    fn abandon(mut self) {
+        let _ = unsignalled(|| self.coordinator.release(None));
+        unsignalled(|| drop(self.coordinator));
     }
 }
 
-/// Stops ids when the worker exits any way but a crash (an ERROR, a SIGTERM), if it had
-/// published a generator; a worker that never did leaves the id path waiting for its retry.
+/// At this process's exit any way but a crash (an ERROR, SIGTERM): no lease from now on, and
+/// no latch to set. After SIGTERM the worker gave its worker id back (stopped); after an error
+/// the postmaster starts the worker again, which heals.
 #[pg_guard]
-unsafe extern "C-unwind" fn stop_ids(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+unsafe extern "C-unwind" fn at_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
     let shared = crate::SHARED.get();
-    if shared.is_published() {
-        shared.stop();
-    }
+    shared.set_worker_latch(0);
+    let state = if BackgroundWorker::sigterm_received() || shared.state() == STOPPED {
+        STOPPED
+    } else {
+        HEALING
+    };
+    shared.drop_lease(state);
 }
 
 #[pg_guard]
@@ -196,46 +399,72 @@ pub extern "C-unwind" fn clockflake_lease_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     let shared = crate::SHARED.get();
     // SAFETY: registering a callback PostgreSQL runs at this process's exit.
-    unsafe { pg_sys::before_shmem_exit(Some(stop_ids), pg_sys::Datum::from(0usize)) };
+    unsafe { pg_sys::before_shmem_exit(Some(at_exit), pg_sys::Datum::from(0usize)) };
     let Some((layout, uri)) = crate::lease_config() else {
         return;
     };
-    if shared.is_published() {
-        // A worker that published exited (an ERROR): the generator in shared memory is written
-        // once, and backends may be using it. Ids stay stopped until the server restarts.
-        shared.stop();
-        warning!("clockflake: the lease worker restarted after it had leased; ids stay stopped");
-        return;
+    // SAFETY: MyLatch is this process's latch in its PGPROC (shared memory), set once the
+    // process started.
+    shared.set_worker_latch(unsafe { pg_sys::MyLatch } as usize);
+    // A worker started again after an error: whatever lease its predecessor held is stopped
+    // (its process is gone, and with it a file lock; a TTL lease expires).
+    if shared.current_slot().is_some() {
+        shared.drop_lease(HEALING);
     }
-    let mut lease = match Lease::start(shared, layout, &uri) {
-        Ok(lease) => lease,
-        Err(error) => {
-            let problem = format!("{}: {error}", error.code());
-            shared.set_problem(&problem);
-            warning!("clockflake: no worker id leased, retrying in 5 s: {problem}");
-            // SAFETY: exits this worker; the postmaster starts it again after RETRY_START.
-            unsafe { pg_sys::proc_exit(1) }
-        }
-    };
-    let Some(generator) = shared.leased() else {
-        return;
-    };
-    while BackgroundWorker::wait_latch(Some(TURN)) {
-        if let Err(error) = lease.turn(shared, generator) {
-            let problem = format!("{}: {error}", error.code());
-            shared.set_problem(&problem);
-            if error.code() == "LEASE_LOST" {
-                shared.stop();
-                warning!("clockflake: the worker id lease is lost, ids stopped: {problem}");
-                return;
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        match Lease::start(shared, layout, &uri) {
+            Ok(mut lease) => {
+                backoff = FIRST_BACKOFF;
+                shared.set_retry_at_ms(0);
+                if shared.losses.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+                    shared
+                        .heals
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                match lease.run(shared) {
+                    Ended::Shutdown => {
+                        // Ids stop first, then the worker id goes back with the record, which
+                        // covers every id handed out.
+                        shared.drop_lease(STOPPED);
+                        lease.release(shared);
+                        return;
+                    }
+                    Ended::Lost(reason) => {
+                        shared.drop_lease(HEALING);
+                        shared
+                            .losses
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        shared.last_loss.set(&reason);
+                        warning!(
+                            "clockflake: the lease on worker id {} is lost ({reason}); ids \
+                             are refused while the worker leases again",
+                            lease.worker_id
+                        );
+                        lease.abandon();
+                        continue;
+                    }
+                }
             }
-            warning!("clockflake: renewal failed, retrying: {problem}");
+            Err(error) => {
+                shared.set_problem(&error);
+                shared
+                    .failed_attempts
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let retry_in_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX);
+                shared.set_retry_at_ms(clockflake_lease::wall_ms() + retry_in_ms);
+                warning!(
+                    "clockflake: no worker id leased, trying again in {retry_in_ms} ms: {}: \
+                     {error}",
+                    error.code()
+                );
+                if !BackgroundWorker::wait_latch(Some(backoff)) {
+                    shared.drop_lease(STOPPED);
+                    return;
+                }
+                shared.set_retry_at_ms(0);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
         }
-    }
-    // Shutdown: stop ids, then give the worker id back with the stored record, which covers
-    // every id handed out (each was below a reservation stored before it was published).
-    shared.stop();
-    if let Err(error) = lease.coordinator.release(Some(&lease.stored)) {
-        warning!("clockflake: releasing the worker id failed: {error}");
     }
 }

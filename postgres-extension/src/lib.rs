@@ -8,9 +8,10 @@
 //!
 //! Configuration, fixed at server start (`PGC_POSTMASTER`):
 //! - `clockflake.layout`: a preset name as core names them (`clockseq`, the default, ...).
-//! - `clockflake.lease`: where the worker id is leased from (`file:///DIR?app=NAME`): a
-//!   background worker holds the lease and keeps the state record's marks ahead of the ids
-//!   (lease_worker.rs, shared.rs).
+//! - `clockflake.lease`: where the worker id is leased from (any coordinator URI of
+//!   clockflake-lease: `file://`, `postgres://`, `redis://`, `zookeeper://`, `k8s://`): a
+//!   background worker holds the lease, keeps the state record's marks ahead of the ids, and
+//!   leases again when the lease is lost (lease_worker.rs, shared.rs).
 //! - `clockflake.worker_id_unleased`: a worker id typed by hand instead (-1, the default:
 //!   none). The name states the risk: nothing checks that no other server or process uses the
 //!   same worker id. With neither set, `next_id()` refuses.
@@ -200,12 +201,8 @@ fn next_ids(n: i32) -> Result<SetOfIterator<'static, i64>, ErrorReport> {
         Source::Unleased(generator) => generator
             .next_ids_with(&SystemClock, &mut ids)
             .map_err(refusal)?,
-        // One at a time: each id is checked against the lease's reservation.
-        leased => {
-            for slot in &mut ids {
-                *slot = leased.next_id()?;
-            }
-        }
+        // A tick's run at a time, each checked against the lease's limits.
+        Source::Leased(shared, layout) => shared::next_leased_ids(shared, &layout, &mut ids)?,
     }
     // Distinct by the generator's promise; sorted, they strictly increase even if the clock
     // stepped back during the call and the generator moved to another clock sequence.
@@ -303,6 +300,62 @@ fn id_range(
     Ok(row)
 }
 
+/// How this server gets its worker id, and what its lease has been through: `state` is
+/// `unleased` (a worker id typed by hand), `none` (no worker id configured), or the lease
+/// worker's `starting` (no lease held yet), `active`, `healing` (lost, leasing again) or
+/// `stopped`; the worker id held now; the coordinator (without secrets); leases lost, leases
+/// taken again after a loss, failed attempts; why the last lease was lost and the last failed
+/// attempt's error.
+#[pg_extern(volatile, parallel_safe)]
+fn lease_status() -> Result<pgrx::composite_type!('static, "lease_status"), ErrorReport> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let config = config()?;
+    if !SHARED_READY.load(Ordering::Acquire) {
+        return Err(not_preloaded());
+    }
+    let shared = SHARED.get();
+    let mut row: PgHeapTuple<'static, AllocatedByRust> =
+        PgHeapTuple::new_composite_type("clockflake.lease_status").map_err(internal)?;
+    let state = match (shared.unleased(), &config.lease, shared.state()) {
+        (Some(_), _, _) => "unleased",
+        (None, None, _) => "none",
+        (None, Some(_), shared::ACTIVE) => "active",
+        (None, Some(_), shared::HEALING) => "healing",
+        (None, Some(_), shared::STOPPED) => "stopped",
+        (None, Some(_), _) => "starting",
+    };
+    row.set_by_name("state", state).map_err(internal)?;
+    let worker_id = match shared.unleased() {
+        Some(generator) => Some(generator.worker_id()),
+        None => shared.worker_id(),
+    };
+    if let Some(worker_id) = worker_id {
+        row.set_by_name("worker_id", to_bigint(worker_id)?)
+            .map_err(internal)?;
+    }
+    if config.lease.is_some() {
+        if let Some(coordinator) = shared.coordinator.get() {
+            row.set_by_name("coordinator", coordinator)
+                .map_err(internal)?;
+        }
+        for (name, counter) in [
+            ("losses", &shared.losses),
+            ("heals", &shared.heals),
+            ("failed_attempts", &shared.failed_attempts),
+        ] {
+            row.set_by_name(name, to_bigint(counter.load(Relaxed))?)
+                .map_err(internal)?;
+        }
+        if let Some(loss) = shared.last_loss.get() {
+            row.set_by_name("last_loss", loss).map_err(internal)?;
+        }
+        if let Some(problem) = shared.problem.get() {
+            row.set_by_name("last_error", problem).map_err(internal)?;
+        }
+    }
+    Ok(row)
+}
+
 fn small(value: u64) -> Result<i32, ErrorReport> {
     i32::try_from(value).map_err(|_| internal(format!("{value} does not fit an integer")))
 }
@@ -327,12 +380,14 @@ fn define_settings() {
     );
     GucRegistry::define_string_guc(
         c"clockflake.lease",
-        c"Where the worker id is leased from: file:///DIR?app=NAME.",
+        c"Where the worker id is leased from: a coordinator URI (file://, postgres://, \
+          redis://, zookeeper://, k8s://).",
         c"A background worker holds the lease and keeps the worker's state record (its marks) \
-          ahead of the ids. Fixed at server start.",
+          ahead of the ids, and leases again if the lease is lost. Fixed at server start. \
+          Shown to superusers only: it may hold a password.",
         &LEASE,
         GucContext::Postmaster,
-        GucFlags::default(),
+        GucFlags::SUPERUSER_ONLY,
     );
     GucRegistry::define_int_guc(
         c"clockflake.worker_id_unleased",
@@ -373,14 +428,26 @@ fn read_config() -> Result<Config, ErrorReport> {
         .map(|uri| uri.to_string_lossy().into_owned())
         .filter(|uri| !uri.is_empty());
     if let Some(uri) = &lease {
-        lease_worker::parse_lease_uri(uri).map_err(|error| {
-            ErrorReport::new(
+        // The scheme only: the rest is read by the lease worker, since reading it may connect
+        // (a bad URI is its first attempt's INVALID_URI, in the log and every id call's error).
+        let scheme = uri
+            .split_once("://")
+            .map(|(scheme, _)| scheme.to_ascii_lowercase());
+        if !scheme.is_some_and(|scheme| lease_worker::SCHEMES.contains(&scheme.as_str())) {
+            let error = clockflake_lease::LeaseError::InvalidUri {
+                uri: clockflake_lease::redact(uri),
+                reason: format!(
+                    "the scheme must be one of {}",
+                    lease_worker::SCHEMES.join(", ")
+                ),
+            };
+            return Err(ErrorReport::new(
                 PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!("clockflake: clockflake.lease: {error}"),
                 "clockflake",
             )
-            .set_detail(format!("clockflake code: {}", error.code()))
-        })?;
+            .set_detail(format!("clockflake code: {}", error.code())));
+        }
         if worker_id.is_some() {
             return Err(ErrorReport::new(
                 PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,

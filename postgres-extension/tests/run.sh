@@ -33,9 +33,16 @@
 #    killed while 4 connections insert, the replica promoted: its lease worker takes the worker
 #    id over from the stored record, and no id it makes is one the old primary made (the old
 #    primary's data, started alone afterwards, holds every id it committed)
-# 10. the lease's lock file removed by hand: ids stop (LEASE_LOST) within the worker's 100 ms
+# 10. the lease's lock file removed by hand: the lease is lost, and leased again without a
+#    restart (clockflake.lease_status(): one loss, one heal); no id twice
 # 11. a server restarted with another layout than the lease's record was written with: no id,
 #    INVALID_STATE
+# 12. leased from another PostgreSQL server (postgres://, TTL 2 s): a pool whose every worker id
+#    is held by others refuses ids (55P03, WORKER_POOL_EXHAUSTED) until one is freed, then leases
+#    without a restart; under load (4 sessions), the coordinator frozen (SIGSTOP) past the TTL:
+#    ids refused with 55P03 COORDINATOR_UNAVAILABLE, none past the deadline; a newcomer takes
+#    worker id 0 meanwhile; the server leases again (another worker id) without a restart:
+#    no id twice among every one kept
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -94,6 +101,26 @@ sql() {
   shift
   "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$(cat "$DIR/$name/port")" -U postgres \
     -d "${DB:-postgres}" "$@"
+}
+
+# until_true NAME SQL [SECONDS]: polls SQL on the cluster until it gives t (at most SECONDS,
+# default 60; errors count as not yet).
+until_true() {
+  local name=$1 query=$2 limit=${3:-60} started=$SECONDS
+  until [ "$(sql "$name" -At -c "$query" 2>/dev/null)" = t ]; do
+    if [ $((SECONDS - started)) -ge "$limit" ]; then
+      echo "FAIL: $name: not true after $limit s: $query" >&2
+      sql "$name" -c "SELECT * FROM clockflake.lease_status()" >&2 || true
+      exit 1
+    fi
+    sleep 0.1
+  done
+}
+
+# wait_leased NAME: until the server's lease worker holds a lease, or has failed an attempt
+# (ids are refused, never waited for, until it holds one).
+wait_leased() {
+  until_true "$1" "SELECT state = 'active' OR failed_attempts > 0 FROM clockflake.lease_status()"
 }
 
 # expect_error NAME SQL SQLSTATE TEXT: the statement fails with that SQLSTATE and TEXT in its
@@ -274,6 +301,8 @@ start primary "$LEASE"
 new_cluster second
 start second "$LEASE"
 sql second -c "CREATE EXTENSION clockflake"
+wait_leased primary
+wait_leased second
 worker_primary=$(sql primary -At -c "SELECT (clockflake.decode(clockflake.next_id())).worker_id")
 worker_second=$(sql second -At -c "SELECT (clockflake.decode(clockflake.next_id())).worker_id")
 if [ "$worker_primary" = "$worker_second" ]; then
@@ -309,8 +338,10 @@ lease_worker=$(pgrep -P "$(head -1 "$DIR/primary/data/postmaster.pid")" -f 'cloc
 kill -TERM "$lease_worker"
 while kill -0 "$lease_worker" 2>/dev/null; do sleep 0.1; done
 expect_error primary "SELECT clockflake.next_id()" 55000 "LEASE_LOST"
+test "$(sql primary -At -c "SELECT state FROM clockflake.lease_status()")" = stopped
 stop primary
 start primary "$LEASE"
+wait_leased primary
 result=$(sql primary -At -c "SELECT (clockflake.decode(clockflake.next_id())).worker_id,
   clockflake.next_id() > (SELECT max(id) FROM leased)")
 test "$result" = "$worker_primary|t" || { echo "FAIL: after a restart: $result" >&2; exit 1; }
@@ -345,6 +376,7 @@ done
 rm -f "$DIR/primary/data/postmaster.pid" # the killed postmaster's, every process of it gone
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 START_ENV="LD_PRELOAD=$FAKETIME_LIB FAKETIME=-1h DONT_FAKE_MONOTONIC=1" start primary "$LEASE"
+wait_leased primary
 behind=$(sql primary -At -c "SELECT round(extract(epoch FROM now()))::bigint")
 if [ $(( $(date +%s) - behind )) -lt 3500 ]; then
   echo "FAIL: the restarted server's clock is not an hour behind (libfaketime)" >&2
@@ -372,6 +404,7 @@ stop primary
 
 echo "== 9. a leased primary killed under load, its streaming replica promoted"
 start primary "$LEASE"
+wait_leased primary
 sql primary -c "CREATE TABLE failover (id bigint PRIMARY KEY DEFAULT clockflake.next_id(),
   client integer NOT NULL)"
 as_pg mkdir -p "$DIR/replica"
@@ -399,6 +432,7 @@ for pid in $children; do
 done
 rm -f "$DIR/primary/data/postmaster.pid"
 as_pg "$PGBIN/pg_ctl" -D "$DIR/replica/data" -w promote >/dev/null
+until_true replica "SELECT state = 'active' FROM clockflake.lease_status()"
 "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$(cat "$DIR/replica/port")" -U postgres -c 4 -j 4 -t 500 \
   -f "$DIR/insert-failover.sql" postgres >"$DIR/pgbench-promoted.log" 2>&1 \
   || { cat "$DIR/pgbench-promoted.log" >&2; exit 1; }
@@ -419,16 +453,126 @@ echo "ok: $replicated rows replicated, $(sql primary -At -c 'SELECT count(*) FRO
 committed on the old primary, 2000 made after the promotion: none repeats an old one"
 stop primary
 
-echo "== 10. the lease's lock file removed by hand"
-worker=$(sql replica -At -c "SELECT (clockflake.decode(clockflake.next_id())).worker_id")
+echo "== 10. the lease's lock file removed by hand: ids stop, and the server leases again"
+sql replica -c "CREATE TABLE relocked (id bigint PRIMARY KEY DEFAULT clockflake.next_id())" \
+  -c "INSERT INTO relocked SELECT FROM generate_series(1, 1000)"
+worker=$(sql replica -At -c "SELECT worker_id FROM clockflake.lease_status()")
 rm "$DIR/leases/test/worker-$worker.lock"
-sleep 0.5
-expect_error replica "SELECT clockflake.next_id()" 55000 "LEASE_LOST"
+until_true replica "SELECT heals = 1 AND state = 'active' FROM clockflake.lease_status()"
+grep -q "the lease on worker id $worker is lost" "$DIR/replica/server.log" || {
+  echo "FAIL: no loss of worker id $worker in the server log" >&2
+  exit 1
+}
+result=$(sql replica -At -c "INSERT INTO relocked SELECT FROM generate_series(1, 1000)" \
+  -c "SELECT count(*), count(DISTINCT id), (SELECT losses FROM clockflake.lease_status())
+        FROM relocked")
+test "$result" = "2000|2000|1" || { echo "FAIL: rows|distinct|losses = $result" >&2; exit 1; }
+echo "ok: lost (its lock file gone), leased again without a restart (worker id" \
+  "$(sql replica -At -c "SELECT worker_id FROM clockflake.lease_status()")): rows|distinct|losses = $result"
 stop replica
 
 echo "== 11. restarted with another layout than the lease's records"
 start replica "$LEASE" -c clockflake.layout=twitter
+until_true replica "SELECT failed_attempts > 0 FROM clockflake.lease_status()"
 expect_error replica "SELECT clockflake.next_id()" 55000 "clockflake code: INVALID_STATE"
 stop replica
+
+echo "== 12. leased from another PostgreSQL server (postgres://): a full pool, a frozen coordinator"
+new_cluster coord
+start coord
+COORD="postgres://postgres@127.0.0.1:$(cat "$DIR/coord/port")/postgres?sslmode=disable&ttl=2s"
+start primary -c shared_preload_libraries=clockflake -c "clockflake.lease='$COORD&app=heal'"
+wait_leased primary
+test "$(sql primary -At -c "SELECT state || ' ' || worker_id || ' ' || coordinator
+  FROM clockflake.lease_status()")" = "active 0 ${COORD%%\?*}?app=heal"
+echo "ok: worker id 0 leased from $(sql primary -At -c "SELECT coordinator FROM clockflake.lease_status()")"
+# Every worker id of the app 'full' held by someone else (live rows, never used: epoch 0).
+sql coord -c "INSERT INTO clockflake_leases (app, worker_id, owner, expires_at)
+  SELECT 'full', g, 'another host', now() + interval '1 hour' FROM generate_series(0, 127) AS g"
+start second -c shared_preload_libraries=clockflake -c "clockflake.lease='$COORD&app=full'"
+wait_leased second
+expect_error second "SELECT clockflake.next_id()" 55P03 "clockflake code: WORKER_POOL_EXHAUSTED"
+sql coord -c "UPDATE clockflake_leases SET owner = NULL, expires_at = NULL
+  WHERE app = 'full' AND worker_id = 7"
+until_true second "SELECT state = 'active' FROM clockflake.lease_status()"
+test "$(sql second -At -c "SELECT (clockflake.decode(clockflake.next_id())).worker_id")" = 7
+echo "ok: a full pool refused (55P03, WORKER_POOL_EXHAUSTED); worker id 7 freed, leased without a restart"
+stop second
+# Load on the leased server: 4 sessions inserting (each insert its own transaction), a refusal
+# recorded with its SQLSTATE and DETAIL instead of ending the session.
+sql primary -c "CREATE TABLE healed (id bigint PRIMARY KEY DEFAULT clockflake.next_id(),
+    client integer NOT NULL)" \
+  -c "CREATE TABLE refused (sqlstate text, detail text)" -c "CREATE TABLE stop_load ()" \
+  -c "CREATE PROCEDURE load(client integer) LANGUAGE plpgsql AS \$\$
+      DECLARE state text; detail text;
+      BEGIN
+        WHILE NOT EXISTS (SELECT FROM stop_load) LOOP
+          BEGIN
+            INSERT INTO healed (client) VALUES (client);
+          EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, detail = PG_EXCEPTION_DETAIL;
+            INSERT INTO refused VALUES (state, detail);
+            PERFORM pg_sleep(0.01);
+          END;
+          COMMIT;
+        END LOOP;
+      END \$\$"
+loaders=()
+for client in 1 2 3 4; do
+  sql primary -c "CALL load($client)" &
+  loaders+=($!)
+done
+until_true primary "SELECT count(*) >= 500 FROM healed"
+coord_pids="$(head -1 "$DIR/coord/data/postmaster.pid") $(pgrep -P "$(head -1 "$DIR/coord/data/postmaster.pid")" | tr '\n' ' ')"
+frozen_ms=$(date +%s%3N)
+# shellcheck disable=SC2086
+kill -STOP $coord_pids
+until_true primary "SELECT count(*) > 0 FROM refused" 30
+expect_error primary "SELECT clockflake.next_id()" 55P03 "clockflake code: COORDINATOR_UNAVAILABLE"
+# The lease worker paused (not the server) while the coordinator is thawed, so that a newcomer
+# takes worker id 0 first; the coordinator lets go of it once its TTL has passed.
+lease_worker=$(pgrep -P "$(head -1 "$DIR/primary/data/postmaster.pid")" -f 'clockflake lease')
+kill -STOP "$lease_worker"
+# shellcheck disable=SC2086
+kill -CONT $coord_pids
+until_true coord "SELECT count(*) = 0 FROM clockflake_leases WHERE app = 'heal' AND expires_at > now()"
+start second -c shared_preload_libraries=clockflake -c "clockflake.lease='$COORD&app=heal'"
+wait_leased second
+test "$(sql second -At -c "SELECT worker_id FROM clockflake.lease_status()")" = 0 \
+  || { echo "FAIL: the newcomer did not take worker id 0" >&2; exit 1; }
+sql second -c "CREATE TABLE healed (id bigint PRIMARY KEY DEFAULT clockflake.next_id(),
+    client integer NOT NULL)"
+printf 'INSERT INTO healed (client) VALUES (:client_id);\n' >"$DIR/insert-healed.sql"
+"$PGBIN/pgbench" -n -h 127.0.0.1 -p "$(cat "$DIR/second/port")" -U postgres -c 2 -j 2 -t 500 \
+  -f "$DIR/insert-healed.sql" postgres >"$DIR/pgbench-newcomer.log" 2>&1 \
+  || { cat "$DIR/pgbench-newcomer.log" >&2; exit 1; }
+kill -CONT "$lease_worker"
+until_true primary "SELECT state = 'active' AND heals = 1 FROM clockflake.lease_status()"
+healed_worker=$(sql primary -At -c "SELECT worker_id FROM clockflake.lease_status()")
+until_true primary "SELECT count(*) >= 500 FROM healed WHERE (clockflake.decode(id)).worker_id = $healed_worker"
+sql primary -c "INSERT INTO stop_load DEFAULT VALUES"
+for pid in "${loaders[@]}"; do wait "$pid"; done
+sql second -c "COPY healed (id) TO STDOUT" \
+  | sql primary -c "CREATE TABLE newcomer (id bigint)" -c "COPY newcomer FROM STDIN"
+result=$(sql primary -At -c "
+  SELECT (SELECT count(*) FROM healed) + (SELECT count(*) FROM newcomer)
+       = (SELECT count(DISTINCT id) FROM (SELECT id FROM healed UNION ALL SELECT id FROM newcomer) AS a),
+    (SELECT max(extract(epoch FROM (clockflake.decode(id)).ts) * 1000) FROM healed
+      WHERE (clockflake.decode(id)).worker_id = 0) <= $frozen_ms + 2000,
+    (SELECT count(*) FROM refused WHERE sqlstate <> '55P03'
+       OR detail <> 'clockflake code: COORDINATOR_UNAVAILABLE'),
+    (SELECT count(*) FROM newcomer WHERE (clockflake.decode(id)).worker_id <> 0)")
+if [ "$result" != "t|t|0|0" ]; then
+  echo "FAIL: distinct|nothing past the deadline|other refusals|newcomer off worker id 0 = $result" >&2
+  sql primary -c "SELECT sqlstate, detail, count(*) FROM refused GROUP BY 1, 2" >&2
+  exit 1
+fi
+echo "ok: $(sql primary -At -c "SELECT count(*) FROM healed") ids on the leased server" \
+  "(worker ids 0 then $healed_worker), $(sql primary -At -c "SELECT count(*) FROM refused")" \
+  "refused with 55P03 COORDINATOR_UNAVAILABLE while lost, 1000 by the newcomer on worker id 0:" \
+  "none twice, none past the deadline"
+stop second
+stop primary
+stop coord
 
 echo "postgres-extension: every test passed"

@@ -12,6 +12,15 @@ BEGIN
   END IF;
 END $$;
 
+-- A worker id typed by hand: no lease.
+DO $$
+BEGIN
+  IF (SELECT (state, worker_id, coordinator) FROM clockflake.lease_status())
+     IS DISTINCT FROM ('unleased'::text, 5::bigint, NULL::text) THEN
+    RAISE EXCEPTION 'lease_status() = %', clockflake.lease_status();
+  END IF;
+END $$;
+
 -- Volatility and parallel safety as declared.
 DO $$
 DECLARE wrong text;
@@ -22,7 +31,8 @@ BEGIN
    WHERE pronamespace = 'clockflake'::regnamespace
      AND (proname::text, provolatile::text, proparallel::text, proisstrict) NOT IN (
        ('next_id', 'v', 'r', false), ('next_ids', 'v', 'r', true),
-       ('decode', 'i', 's', true), ('id_range', 'i', 's', true));
+       ('decode', 'i', 's', true), ('id_range', 'i', 's', true),
+       ('lease_status', 'v', 's', false));
   IF wrong IS NOT NULL THEN
     RAISE EXCEPTION 'volatility, parallel safety or strictness: %', wrong;
   END IF;
