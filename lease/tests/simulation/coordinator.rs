@@ -990,9 +990,10 @@ impl Coordinator {
         let promoted = redis.replicas[index].clone();
         let old = redis.primary;
         redis.primary = promoted.server;
-        redis.overlays[promoted.server]
-            .iter_mut()
-            .for_each(|row| *row = None);
+        // A writable replica keeps what was written on it: promoted, that is its data.
+        let workers = redis.overlays[old].len();
+        let own_writes =
+            std::mem::replace(&mut redis.overlays[promoted.server], vec![None; workers]);
         redis.overlays[old].iter_mut().for_each(|row| *row = None);
         redis.replicas[index] = Replica {
             server: old,
@@ -1005,6 +1006,12 @@ impl Coordinator {
         }
         let behind = real_ms - promoted.applied_ms.min(real_ms);
         self.promote(real_ms, promoted.applied_ms);
+        for (row, own) in self.store.rows.iter_mut().zip(own_writes) {
+            if let Some(own) = own.filter(|own| own.written_ms > row.written_ms) {
+                *row = own;
+            }
+        }
+        self.wrote(real_ms);
         Some((promoted.server, behind))
     }
 

@@ -59,6 +59,8 @@ enum Request {
     /// etcd: a renewal's second round, after its keep-alive: the fenced record write.
     EtcdRecord {
         reply: ReplyTo,
+        /// Real ms of the keep-alive: the lease's TTL counts from then.
+        kept_alive_ms: u64,
         worker: u64,
         token: Option<u64>,
         state: State,
@@ -667,8 +669,11 @@ impl World {
                 request,
             } => {
                 let kind = reply_kind(&request);
-                let applied_ms = self.real_ms;
-                let down = self.coordinator.kind.quorum() && applied_ms < self.down_until[member];
+                let applied_ms = match request {
+                    Request::EtcdRecord { kept_alive_ms, .. } => kept_alive_ms,
+                    _ => self.real_ms,
+                };
+                let down = self.coordinator.kind.quorum() && self.real_ms < self.down_until[member];
                 let current = generation == self.coordinator.generation && !down;
                 if let (true, Kind::Etcd) = (current, self.coordinator.kind) {
                     if let Request::FirstReservation {
@@ -699,6 +704,7 @@ impl World {
                                     member,
                                     request: Request::EtcdRecord {
                                         reply: kind,
+                                        kept_alive_ms: applied_ms,
                                         worker,
                                         token,
                                         state,
@@ -942,6 +948,12 @@ impl World {
                 if matches {
                     self.acknowledge(key, applied_ms);
                 }
+                self.log(|| {
+                    format!(
+                        "holder {holder}: renewal {request} acknowledged (applied at {} ms)",
+                        applied_ms - START_MS
+                    )
+                });
                 let deadline_from_answer = !self.mechanisms.deadline_from_request;
                 let covered = self.holders[holder].renewed(
                     &layout,
