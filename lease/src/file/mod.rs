@@ -330,7 +330,24 @@ impl FileCoordinator {
         layout: &Layout,
         workers: &std::ops::RangeInclusive<u64>,
     ) -> Result<(), LeaseError> {
-        for worker_id in (0..=layout.max_worker_id()).filter(|w| !workers.contains(w)) {
+        // The lock files there are (one directory listing), not every worker id of the layout.
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return Ok(());
+        };
+        let mut outside: Vec<u64> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name();
+                let name = name.to_str()?;
+                name.strip_prefix("worker-")?
+                    .strip_suffix(".lock")?
+                    .parse()
+                    .ok()
+            })
+            .filter(|w| *w <= layout.max_worker_id() && !workers.contains(w))
+            .collect();
+        outside.sort_unstable();
+        for worker_id in outside {
             let declared = self.declared_range(worker_id);
             let declared = declared.trim();
             if declared.is_empty()
