@@ -86,15 +86,17 @@ LOADGEN_TARGET := $(ROOT)/target/loadgen
 
 bench-latency: setup-rust
 	$(CARGO) build -q --release -p clockflake-server
-	$(CARGO) build -q --release --manifest-path scripts/loadgen/Cargo.toml --target-dir $(LOADGEN_TARGET)
-	$(PYTHON) scripts/bench-latency.py $(ROOT)/target/release/clockflake-server \
+	$(CARGO) build -q --release --manifest-path $(ROOT)/scripts/loadgen/Cargo.toml --target-dir $(LOADGEN_TARGET)
+	$(PYTHON) $(ROOT)/scripts/bench-latency.py $(ROOT)/target/release/clockflake-server \
 	  $(LOADGEN_TARGET)/release/clockflake-loadgen
 
 test-loadgen: setup-rust
 	$(CARGO) build -q -p clockflake-server
-	$(CARGO) build -q --manifest-path scripts/loadgen/Cargo.toml --target-dir $(LOADGEN_TARGET)
-	$(CARGO) fmt --manifest-path scripts/loadgen/Cargo.toml --check
-	bash scripts/loadgen/smoke.sh $(SERVER_BIN) $(LOADGEN_TARGET)/debug/clockflake-loadgen
+	$(CARGO) build -q --manifest-path $(ROOT)/scripts/loadgen/Cargo.toml --target-dir $(LOADGEN_TARGET)
+	$(CARGO) fmt --manifest-path $(ROOT)/scripts/loadgen/Cargo.toml --check
+	$(CARGO) clippy -q --manifest-path $(ROOT)/scripts/loadgen/Cargo.toml --target-dir $(LOADGEN_TARGET) \
+	  -- -D warnings
+	bash $(ROOT)/scripts/loadgen/smoke.sh $(SERVER_BIN) $(LOADGEN_TARGET)/debug/clockflake-loadgen
 
 TEST_TARGETS += test-loadgen
 BENCH_TARGETS += bench-latency
