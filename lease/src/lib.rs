@@ -88,9 +88,7 @@ pub use generator::{
     LeaseCounters, LeaseOptions, LeaseStats, LeasedGenerator, TickGrant, CLOSE_WAIT,
     FOLLOW_BACK_MS, RENEWAL_WAIT,
 };
-pub use healing::{
-    HealEvent, HealStats, HealingGenerator, LeaseGrant, FIRST_BACKOFF, MAX_BACKOFF,
-};
+pub use healing::{HealEvent, HealStats, HealingGenerator, LeaseGrant, FIRST_BACKOFF, MAX_BACKOFF};
 pub use per_process::{Direct, Host, PerProcess};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresCoordinator, SCHEMA};
