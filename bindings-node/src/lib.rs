@@ -298,10 +298,7 @@ impl Held {
         }
         match &self.kind {
             Kind::Once(gen) => Ok(gen.worker_id()),
-            Kind::Healing(gen) => match gen.worker_id() {
-                Some(worker_id) => Ok(worker_id),
-                None => gen.state().map(|state| state.worker_id),
-            },
+            Kind::Healing(gen) => gen.held_worker_id(),
         }
     }
 

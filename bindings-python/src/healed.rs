@@ -247,10 +247,7 @@ impl Healed {
             return Ok(closed_with);
         }
         let gen = self.current(py)?;
-        match gen.worker_id() {
-            Some(worker_id) => Ok(worker_id),
-            None => Ok(gen.state().map_err(Refusal::from)?.worker_id),
-        }
+        Ok(gen.held_worker_id().map_err(Refusal::from)?)
     }
 
     /// The worker id for `repr()`: never opens; `None` while healing or in a child that has not

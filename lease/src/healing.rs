@@ -322,7 +322,19 @@ impl HealingGenerator {
 
     /// The worker id held now (`None` while leasing again, or closed).
     pub fn worker_id(&self) -> Option<u64> {
-        self.healing.read().as_ref().map(|gen| gen.worker_id())
+        // One read of the lease: a lease found lost holds nothing, even before the healing
+        // thread takes it out of the id path.
+        self.healing
+            .read()
+            .as_ref()
+            .filter(|gen| gen.is_active())
+            .map(|gen| gen.worker_id())
+    }
+
+    /// [`HealingGenerator::worker_id`], or while no lease is held the retryable refusal of
+    /// [`HealingGenerator::next_id`] (`GENERATOR_CLOSED` once closed).
+    pub fn held_worker_id(&self) -> Result<u64, LeaseError> {
+        self.worker_id().ok_or_else(|| self.healing.refusal())
     }
 
     /// Whether ids can be issued now (a lease held and active).
@@ -340,8 +352,10 @@ impl HealingGenerator {
 
     /// What happened so far: losses, heals, failed attempts and why.
     pub fn stats(&self) -> HealStats {
+        // Active or not from the same read as the worker id: a lost lease shows as healing
+        // with no worker id, never with the worker id it no longer holds.
         let worker_id = self.worker_id();
-        let active = self.is_active();
+        let active = worker_id.is_some();
         let notes = lock(&self.healing.notes);
         HealStats {
             state: if notes.closed {
