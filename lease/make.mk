@@ -2,9 +2,9 @@
 #   make demo-lease    lease worker ids from a file:// directory in a temp dir, print ids
 #   make test-lease    every lease test against a throwaway PostgreSQL 15
 #                      (installed from apt if missing, stopped afterwards whatever happens)
-#   make bench-lease   start-up latency and per-id cost on every coordinator (file, k8s, env,
-#                      and throwaway PostgreSQL, ZooKeeper, Redis) beside a static generator,
-#                      in one run (BENCHMARKS.md)
+#   make bench-lease   start-up latency, cost per renewal and per-id cost on every coordinator
+#                      (file, k8s, env, and throwaway PostgreSQL, ZooKeeper, Redis, a
+#                      three-member etcd) beside a static generator, in one run (BENCHMARKS.md)
 #   make lint-lease    rustfmt, clippy and rustdoc's warnings, and lint-lease-features:
 #   make lint-lease-features   the crate without its default features and with each
 #                      coordinator feature alone: clippy -D warnings on the library (test-lease
@@ -92,12 +92,15 @@ bench-lease: setup-rust
 	$(CARGO) build -q --profile bench -p clockflake-lease --bench lease
 	export CLOCKFLAKE_PG_DIR=$$(mktemp -d /tmp/clockflake-lease-pg.XXXXXX) \
 	  CLOCKFLAKE_ZK_DIR=$${TMPDIR:-/tmp}/clockflake-zk-$$$$ \
-	  CLOCKFLAKE_REDIS_DIR=$${TMPDIR:-/tmp}/clockflake-redis-$$$$; \
-	trap '$(LEASE_PG) stop; $(ROOT)/scripts/zookeeper.sh stop; $(ROOT)/scripts/redis.sh stop' EXIT; \
+	  CLOCKFLAKE_REDIS_DIR=$${TMPDIR:-/tmp}/clockflake-redis-$$$$ \
+	  CLOCKFLAKE_ETCD_DIR=$$(mktemp -d /tmp/clockflake-etcd.XXXXXX); \
+	trap '$(LEASE_PG) stop; $(ROOT)/scripts/zookeeper.sh stop; $(ROOT)/scripts/redis.sh stop; \
+	  $(ROOT)/scripts/etcd-cluster.sh stop' EXIT; \
 	$(LEASE_PG) start; \
 	export CLOCKFLAKE_PG_URL=$$($(LEASE_PG) url); \
 	export CLOCKFLAKE_ZK_URL=$$($(ROOT)/scripts/zookeeper.sh start); \
 	export CLOCKFLAKE_REDIS_URL=$$($(ROOT)/scripts/redis.sh start); \
+	export CLOCKFLAKE_ETCD_URL=$$($(ROOT)/scripts/etcd-cluster.sh start); \
 	$(CARGO) bench -q -p clockflake-lease --bench lease
 
 DEMO_TARGETS += demo-lease

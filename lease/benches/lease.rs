@@ -1,10 +1,14 @@
 //! `make bench-lease`: what a lease costs on each coordinator, in one run, beside a static
 //! `clockflake::Generator`: start-up latency (`open` to the first id) and the per-id cost.
 //!
-//! `file://`, `k8s://` and `env://` need no server; `postgres://`, `zookeeper://` and
-//! `redis://` are measured when `CLOCKFLAKE_PG_URL`, `CLOCKFLAKE_ZK_URL` and
-//! `CLOCKFLAKE_REDIS_URL` name a server (`make bench-lease` starts throwaway ones on loopback)
-//! and reported as skipped otherwise.
+//! `file://`, `k8s://` and `env://` need no server; `postgres://`, `zookeeper://`,
+//! `redis://` and `etcd://` are measured when `CLOCKFLAKE_PG_URL`, `CLOCKFLAKE_ZK_URL`,
+//! `CLOCKFLAKE_REDIS_URL` and `CLOCKFLAKE_ETCD_URL` name a server (`make bench-lease` starts
+//! throwaway ones on loopback; etcd a three-member cluster) and reported as skipped otherwise.
+//!
+//! Per renewal: the median of [`RENEWALS`] calls of `Coordinator::renew` (extend the lease and
+//! store the record, what the renewal thread does every quarter TTL), on a coordinator from
+//! `clockflake_lease::connect` holding one worker id.
 //!
 //! Start-up: the median of [`STARTS`] runs of `open` + first id, each closed before the next
 //! (the same server identity, pod or namespace every time, as a restart). Per id: one thread,
@@ -25,6 +29,8 @@ use common::{median, no_wait_layout, per_id_ns, start_ms, IDS, ROUNDS};
 
 /// Start-ups per coordinator.
 const STARTS: usize = 21;
+/// Renewals per coordinator.
+const RENEWALS: usize = 101;
 const BLOCK: u64 = 256;
 
 /// Per id, taking blocks of `BLOCK` ids.
@@ -102,6 +108,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 format!("{url}?app={run}-{app}&ttl=10s")
             }),
         },
+        Coordinator {
+            name: "etcd://",
+            uris: server("CLOCKFLAKE_ETCD_URL", &|url, app| {
+                format!("{url}/?app={run}-{app}&ttl=10s")
+            }),
+        },
     ];
 
     // Start-up latency, one coordinator after the other.
@@ -119,6 +131,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let slowest = samples.iter().copied().fold(0.0, f64::max);
         println!(
             "| {} | {:.2} | {slowest:.2} |",
+            coordinator.name,
+            median(samples)
+        );
+    }
+
+    // Per renewal: one worker id held through the coordinator itself, renewed in a loop.
+    println!("\n| coordinator | per renewal (median ms) | slowest (ms) |");
+    println!("|---|---|---|");
+    for coordinator in &coordinators {
+        let Some((start_uri, _)) = &coordinator.uris else {
+            println!("| {} | skipped (no server) | |", coordinator.name);
+            continue;
+        };
+        let renewal_uri = start_uri.replacen("start", "renew", 1);
+        let (mut held, _) = clockflake_lease::connect(&renewal_uri)?;
+        let layout = clockflake::Layout::CLOCKSEQ;
+        let grant = held.acquire(&layout, wall_ms())?;
+        let state = Generator::new(layout, grant.worker_id, Options::default())?.state();
+        let mut samples = Vec::with_capacity(RENEWALS);
+        for _ in 0..RENEWALS {
+            let started = Instant::now();
+            held.renew(&state)?;
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        held.release(Some(&state))?;
+        let slowest = samples.iter().copied().fold(0.0, f64::max);
+        println!(
+            "| {} | {:.3} | {slowest:.2} |",
             coordinator.name,
             median(samples)
         );
@@ -197,8 +237,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!(
-        "\n{STARTS} start-ups per coordinator; {ROUNDS} interleaved rounds of {IDS} ids each, \
-         one thread; per-id layout timestamp 30 / clock_seq 3 / worker 7 / sequence 23 bits."
+        "\n{STARTS} start-ups and {RENEWALS} renewals per coordinator; {ROUNDS} interleaved \
+         rounds of {IDS} ids each, one thread; per-id layout timestamp 30 / clock_seq 3 / \
+         worker 7 / sequence 23 bits."
     );
     for (_, gen) in leased {
         gen.close()?;
