@@ -283,3 +283,46 @@ fn a_holder_whose_worker_key_was_taken_over_stops_at_its_next_renewal() {
     assert_unique("holder and rival", before.iter().chain(&rival_ids).copied());
     rival.close().unwrap();
 }
+
+/// `workers=LO-HI`: each pool leases only its range, a full range is `WORKER_POOL_EXHAUSTED`
+/// naming it, and a pool whose range overlaps a live holder's different range is refused.
+#[test]
+fn worker_ranges_are_kept_and_overlapping_ones_refused() {
+    let Some((_serial, _, uri)) = ETCD.namespace(&SERIAL, "ranges", "2s") else {
+        return;
+    };
+    let low = open(
+        &format!("{uri}&workers=0-1"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap();
+    let high = open(
+        &format!("{uri}&workers=64-127"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap();
+    assert_eq!((low.worker_id(), high.worker_id()), (0, 64));
+    let second = open(
+        &format!("{uri}&workers=0-1"),
+        Layout::CLOCKSEQ,
+        LeaseOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(second.worker_id(), 1);
+    let full = open_refused(
+        &format!("{uri}&workers=0-1"),
+        Layout::CLOCKSEQ,
+        "WORKER_POOL_EXHAUSTED",
+    );
+    assert!(full.to_string().contains("workers=0-1"), "{full}");
+    open_refused(
+        &format!("{uri}&workers=32-95"),
+        Layout::CLOCKSEQ,
+        "WORKER_RANGE_CONFLICT",
+    );
+    for gen in [low, high, second] {
+        gen.close().unwrap();
+    }
+}

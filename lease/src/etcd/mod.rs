@@ -677,6 +677,10 @@ mod tests {
         let shown = refusal("etcds://[::1]:2379/ids/prod?app=a");
         assert_eq!(shown, "OK etcds://[::1]:2379/ids/prod?app=a");
         assert_eq!(refusal("etcd://e1"), "OK etcd://e1?app=default");
+        assert_eq!(
+            refusal("etcd://e1:2379/?app=a&workers=0-63"),
+            "OK etcd://e1:2379/?app=a&workers=0-63"
+        );
     }
 
     #[test]
@@ -695,6 +699,8 @@ mod tests {
             ("etcd://:pw@h:1/", "needs a user name"),
             ("etcd://h:1/?max_skew=soon", "max_skew must be"),
             ("etcd:///?app=a", "at least one host"),
+            ("etcd://h:1/?workers=5-2", "is empty"),
+            ("etcd://h:1/?workers=a-b", "workers must look like"),
         ] {
             let shown = refusal(uri);
             assert!(shown.starts_with("INVALID_URI "), "{uri}: {shown}");
