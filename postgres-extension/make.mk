@@ -10,10 +10,14 @@
 #                      two servers leasing from one file:// directory, kill -9 of the postmaster
 #                      under load and a restart with the clock an hour behind (libfaketime), a
 #                      replica promoted after its primary is killed under load, a lock file
-#                      removed; about 40 s
+#                      removed (healed without a restart), leases from another PostgreSQL server
+#                      (postgres://): a full pool, and the coordinator frozen past its TTL under
+#                      load (refused while lost, none past the deadline, a newcomer on the old
+#                      worker id, healed); 25 to 40 s
 #   make lint-postgres-extension     rustfmt and clippy -D warnings
 #   make bench-postgres-extension    next_id() beside nextval() and gen_random_uuid() (pgbench, 1
-#                      and 8 clients), and inserts of 1 M rows keyed by each (tests/bench.sh)
+#                      and 8 clients), and inserts of 1 M rows keyed by each, in turns: rounds
+#                      that rotate the order, medians and ratios (tests/bench.sh, about 4 min)
 #   make dist-postgres-extension     dist/clockflake-postgresql15-VERSION-ARCH.tar.gz: the files
 #                      in the layout pg_config gives (usr/lib/postgresql/15/lib,
 #                      usr/share/postgresql/15/extension), to untar at /

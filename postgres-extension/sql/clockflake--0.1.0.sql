@@ -54,6 +54,7 @@ CREATE TYPE clockflake.lease_status AS (
     state text,
     worker_id bigint,
     coordinator text,
+    deadline timestamptz,
     losses bigint,
     heals bigint,
     failed_attempts bigint,
@@ -67,4 +68,4 @@ CREATE FUNCTION clockflake.lease_status() RETURNS clockflake.lease_status
     LANGUAGE c VOLATILE PARALLEL SAFE
     AS 'MODULE_PATHNAME', 'lease_status_wrapper';
 COMMENT ON FUNCTION clockflake.lease_status() IS
-    'How this server gets its worker id: state, worker_id, coordinator, losses, heals, failed_attempts, last_loss, last_error.';
+    'How this server gets its worker id: state, worker_id, coordinator, deadline, losses, heals, failed_attempts, last_loss, last_error.';

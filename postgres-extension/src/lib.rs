@@ -303,7 +303,8 @@ fn id_range(
 /// How this server gets its worker id, and what its lease has been through: `state` is
 /// `unleased` (a worker id typed by hand), `none` (no worker id configured), or the lease
 /// worker's `starting` (no lease held yet), `active`, `healing` (lost, leasing again) or
-/// `stopped`; the worker id held now; the coordinator (without secrets); leases lost, leases
+/// `stopped`; the worker id held now; the coordinator (without secrets); the lease's deadline
+/// (none for a lease without a TTL, such as `file://`'s); leases lost, leases
 /// taken again after a loss, failed attempts; why the last lease was lost and the last failed
 /// attempt's error.
 #[pg_extern(volatile, parallel_safe)]
@@ -345,6 +346,17 @@ fn lease_status() -> Result<pgrx::composite_type!('static, "lease_status"), Erro
         ] {
             row.set_by_name(name, to_bigint(counter.load(Relaxed))?)
                 .map_err(internal)?;
+        }
+        // The deadline on the wall clock: ids stop then unless a renewal moves it.
+        if let Some((slot, _)) = shared.current_slot() {
+            let deadline_boot_ms = slot.deadline_boot_ms();
+            if deadline_boot_ms != 0 && deadline_boot_ms != u64::MAX {
+                let now_boot_ms = clockflake_lease::boot_ms();
+                let wall_ms =
+                    (clockflake_lease::wall_ms() + deadline_boot_ms).saturating_sub(now_boot_ms);
+                row.set_by_name("deadline", timestamptz_of_unix_ms(wall_ms)?)
+                    .map_err(internal)?;
+            }
         }
         if let Some(loss) = shared.last_loss.get() {
             row.set_by_name("last_loss", loss).map_err(internal)?;

@@ -524,9 +524,12 @@ for client in 1 2 3 4; do
 done
 until_true primary "SELECT count(*) >= 500 FROM healed"
 coord_pids="$(head -1 "$DIR/coord/data/postmaster.pid") $(pgrep -P "$(head -1 "$DIR/coord/data/postmaster.pid")" | tr '\n' ' ')"
-frozen_ms=$(date +%s%3N)
 # shellcheck disable=SC2086
 kill -STOP $coord_pids
+# The lease's deadline, fixed from now on (no renewal reaches the coordinator).
+deadline_ms=$(sql primary -At -c "SELECT round(extract(epoch FROM deadline) * 1000)
+  FROM clockflake.lease_status()")
+test -n "$deadline_ms" || { echo "FAIL: no deadline while the lease is held" >&2; exit 1; }
 until_true primary "SELECT count(*) > 0 FROM refused" 30
 expect_error primary "SELECT clockflake.next_id()" 55P03 "clockflake code: COORDINATOR_UNAVAILABLE"
 # The lease worker paused (not the server) while the coordinator is thawed, so that a newcomer
@@ -558,7 +561,7 @@ result=$(sql primary -At -c "
   SELECT (SELECT count(*) FROM healed) + (SELECT count(*) FROM newcomer)
        = (SELECT count(DISTINCT id) FROM (SELECT id FROM healed UNION ALL SELECT id FROM newcomer) AS a),
     (SELECT max(extract(epoch FROM (clockflake.decode(id)).ts) * 1000) FROM healed
-      WHERE (clockflake.decode(id)).worker_id = 0) <= $frozen_ms + 2000,
+      WHERE (clockflake.decode(id)).worker_id = 0) <= $deadline_ms + 5,
     (SELECT count(*) FROM refused WHERE sqlstate <> '55P03'
        OR detail <> 'clockflake code: COORDINATOR_UNAVAILABLE'),
     (SELECT count(*) FROM newcomer WHERE (clockflake.decode(id)).worker_id <> 0)")
