@@ -142,3 +142,15 @@ test-python-zk: build-python
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_lease.py -k zookeeper
 
 TEST_TARGETS += test-python-pg test-python-zk test-python-failover
+
+# etcd:// across two languages: Python holders and a Rust probe on a three-member cluster
+# (scripts/etcd-cluster.sh, always stopped) whose leader is killed and restarted, then frozen.
+.PHONY: test-python-etcd
+test-python-etcd: build-python
+	$(CARGO) build -q -p clockflake-lease --bins
+	export CLOCKFLAKE_ETCD_DIR=$$(mktemp -d /tmp/clockflake-python-etcd.XXXXXX); \
+	trap '$(ROOT)/scripts/etcd-cluster.sh stop' EXIT; \
+	export CLOCKFLAKE_ETCD_URL=$$($(ROOT)/scripts/etcd-cluster.sh start); \
+	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests/test_etcd.py
+
+TEST_TARGETS += test-python-etcd
