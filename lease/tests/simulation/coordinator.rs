@@ -102,6 +102,8 @@ struct Node {
     identity: u64,
     worker: u64,
     state: Option<State>,
+    /// The number of the renewal written last (its version, as far as ordering goes).
+    last_request: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -134,6 +136,10 @@ pub struct Claim {
     pub identity: u64,
     pub worker: u64,
     pub token: Option<u64>,
+    /// The renewal's number (0: the first reservation, a release): ZooKeeper writes the record
+    /// at the version its holder last wrote, so a renewal that reaches the server after a newer
+    /// one fails (`BadVersion`).
+    pub request: u64,
 }
 
 /// What a request came back with.
@@ -430,6 +436,7 @@ impl Coordinator {
                 identity,
                 worker: worker as u64,
                 token,
+                request: 0,
             };
             let waited = self.await_replicas(real_ms, mechanisms);
             if waited.answer.is_none() {
@@ -507,11 +514,15 @@ impl Coordinator {
             .iter_mut()
             .find(|node| node.worker == w && node.identity == identity)
         {
-            Some(node) => node.state = merged,
+            Some(node) => {
+                node.state = merged;
+                node.last_request = 0;
+            }
             None => self.store.nodes.push(Node {
                 identity,
                 worker: w,
                 state: merged,
+                last_request: 0,
             }),
         }
         let ttl_ms = self.server_ttl_ms;
@@ -671,12 +682,16 @@ impl Coordinator {
                 .iter_mut()
                 .find(|node| node.worker == claim.worker && node.identity == claim.identity)
             {
+                if claim.request < node.last_request {
+                    return Applied::failed(0); // BadVersion: a newer renewal was written
+                }
+                node.last_request = claim.request;
                 node.state = Some(state);
             }
         }
         let row = &mut self.store.rows[claim.worker as usize];
         row.expires_ms = server_ms + ttl_ms;
-        row.state = Some(state);
+        row.state = Some(raised(row.state, state, mechanisms));
         row.timeline = timeline;
         row.written_ms = real_ms;
         self.wrote(real_ms);
@@ -730,7 +745,7 @@ impl Coordinator {
             return Applied::now(Answer::Lost);
         }
         let row = &mut self.store.rows[claim.worker as usize];
-        row.state = Some(state);
+        row.state = Some(raised(row.state, state, mechanisms));
         row.written_ms = real_ms;
         self.wrote(real_ms);
         Applied::now(Answer::Renewed)
@@ -1055,4 +1070,18 @@ impl Coordinator {
             self.history.drain(..keep_from);
         }
     }
+}
+
+/// The record a renewal stores: `state` as sent, or (`marks_never_lowered`, a proposed mechanism
+/// no coordinator has yet) with every mark at least the stored one's, so that a renewal applied
+/// after a newer one cannot lower the marks.
+fn raised(stored: Option<State>, mut state: State, mechanisms: &Mechanisms) -> State {
+    if let (true, Some(stored)) = (mechanisms.marks_never_lowered, stored) {
+        if stored.layout_fingerprint == state.layout_fingerprint {
+            for (mark, old) in state.high_water_ms.iter_mut().zip(stored.high_water_ms) {
+                *mark = (*mark).max(old);
+            }
+        }
+    }
+    state
 }

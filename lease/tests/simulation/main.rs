@@ -64,6 +64,10 @@ pub struct Mechanisms {
     pub wipe_on_fork: bool,
     /// Copies of a process: the `pthread_atfork` child handler (`fork()` from any language).
     pub at_fork_handler: bool,
+    /// Proposed, in no coordinator yet (`PROPOSED=marks-never-lowered`): a renewal stores every
+    /// mark at least as high as the stored one's, so that a renewal the server applies after a
+    /// newer one (its client gave up on it) cannot lower the marks.
+    pub marks_never_lowered: bool,
 }
 
 /// Switches one mechanism off.
@@ -118,6 +122,7 @@ impl Mechanisms {
         fenced_state_write: true,
         wipe_on_fork: true,
         at_fork_handler: true,
+        marks_never_lowered: false,
     };
 
     fn without(name: &str) -> Option<(Mechanisms, Option<Kind>)> {
@@ -272,14 +277,26 @@ fn main() -> ExitCode {
             .as_ref()
             .map(|(_, _, kinds)| kinds[(seed % kinds.len() as u64) as usize])
     };
-    let mechanisms_on = mechanisms.as_ref().map_or(Mechanisms::ALL, |(_, m, _)| *m);
+    let mut mechanisms_on = mechanisms.as_ref().map_or(Mechanisms::ALL, |(_, m, _)| *m);
+    match std::env::var("PROPOSED").as_deref() {
+        Ok("marks-never-lowered") => mechanisms_on.marks_never_lowered = true,
+        Ok("") | Err(_) => {}
+        Ok(other) => {
+            eprintln!("PROPOSED={other:?}: expected marks-never-lowered");
+            return ExitCode::FAILURE;
+        }
+    }
+    let all = Mechanisms {
+        marks_never_lowered: mechanisms_on.marks_never_lowered,
+        ..Mechanisms::ALL
+    };
     if let Some(seed) = env_u64("SEED") {
         let run = world::run(seed, mechanisms_on, assumption, focus(seed), true);
         for line in &run.trace {
             println!("{line}");
         }
         println!("{}", run.summary(seed));
-        return if run.failed() && mechanisms_on == Mechanisms::ALL {
+        return if run.failed() && mechanisms_on == all {
             ExitCode::FAILURE
         } else {
             ExitCode::SUCCESS
@@ -297,19 +314,25 @@ fn main() -> ExitCode {
     if let Some((name, ..)) = &broken {
         let replay = format!("BREAK={name}");
         return search(&format!("with {name} broken"), &replay, base, |seed| {
-            let run = world::run(seed, Mechanisms::ALL, assumption, focus(seed), false);
+            let run = world::run(seed, all, assumption, focus(seed), false);
             (run.duplicates > 0).then_some(run)
         });
     }
     let schedules = env_u64("SCHEDULES").unwrap_or(2_000);
+    // `KEEP_GOING=1`: count failing schedules and go on (a long run's figures), listing them.
+    let keep_going = std::env::var_os("KEEP_GOING").is_some();
+    let mut failed: Vec<u64> = Vec::new();
     let started = std::time::Instant::now();
     let mut totals = world::Totals::default();
     let regressions = REGRESSIONS.iter().map(|&(seed, _)| seed);
     for seed in regressions.chain(base..base + schedules) {
-        let run = world::run(seed, Mechanisms::ALL, Assumption::Kept, None, false);
+        let run = world::run(seed, all, Assumption::Kept, None, false);
         totals.add(&run);
-        if run.failed() {
-            let replay = world::run(seed, Mechanisms::ALL, Assumption::Kept, None, true);
+        if run.failed() && keep_going {
+            eprintln!("FAILED: {}", run.summary(seed));
+            failed.push(seed);
+        } else if run.failed() {
+            let replay = world::run(seed, all, Assumption::Kept, None, true);
             for line in replay.trace.iter().rev().take(60).rev() {
                 eprintln!("{line}");
             }
@@ -328,5 +351,12 @@ fn main() -> ExitCode {
         started.elapsed().as_secs_f64(),
         totals
     );
+    if !failed.is_empty() {
+        println!(
+            "{} schedules FAILED within the assumptions: seeds {failed:?}",
+            failed.len()
+        );
+        return ExitCode::FAILURE;
+    }
     ExitCode::SUCCESS
 }

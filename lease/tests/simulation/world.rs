@@ -785,11 +785,16 @@ impl World {
         let local = self.holders[holder].time_ms(real);
         let identity = self.holders[holder].identity;
         let mechanisms = self.mechanisms;
+        let renewal = match request {
+            Request::Renew { request, .. } => request,
+            _ => 0,
+        };
         let claim = |worker, token| Claim {
             key,
             identity,
             worker,
             token,
+            request: renewal,
         };
         if let (Route::Server(at), Some(redis)) = (route, &self.coordinator.redis) {
             if at != redis.primary {
@@ -1017,6 +1022,7 @@ impl World {
                     identity,
                     worker: lease.worker_id,
                     token: lease.token,
+                    request: 0,
                 };
                 if !self.coordinator.check(claim, &self.mechanisms) {
                     self.log(|| format!("holder {holder}: its lock file is gone: lease lost"));
