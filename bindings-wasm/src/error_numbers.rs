@@ -52,8 +52,7 @@ pub fn error_numbers(error: &Error) -> (u32, [u64; 4]) {
         Error::UnknownLayout
         | Error::UnknownPolicy
         | Error::WorkerIdInvalidated
-        | Error::GeneratorClosed
-        | Error::LeaseLost => (0, [0; 4]),
+        | Error::GeneratorClosed => (0, [0; 4]),
         Error::WorkerIdOutOfRange { worker_id, max } => (0, [worker_id, max, 0, 0]),
         Error::TimestampOutOfRange {
             timestamp_ms,
@@ -82,7 +81,6 @@ pub fn error_numbers(error: &Error) -> (u32, [u64; 4]) {
             waiting_for_ms,
             now_ms,
         } => (0, [waiting_for_ms, now_ms, 0, 0]),
-        Error::WorkerPoolExhausted { workers } => (0, [workers, 0, 0, 0]),
         Error::InvalidPublicId(problem) => match problem {
             PublicIdProblem::WrongLength { found } => (0, [found as u64, 0, 0, 0]),
             PublicIdProblem::BadCharacter { found, at } => (1, [u64::from(found), at as u64, 0, 0]),

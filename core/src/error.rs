@@ -1,4 +1,9 @@
 //! The one error type, with a stable code per variant.
+//!
+//! Core knows nothing of leases: a lease's refusals (`LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, ...)
+//! are `clockflake_lease::LeaseError`'s, and a time source that refuses for a reason of its own
+//! (a lease past its deadline) returns its own error through
+//! [`Generator::try_next_id_from`](crate::Generator::try_next_id_from).
 
 use core::fmt;
 
@@ -104,15 +109,6 @@ pub enum Error {
     /// `GENERATOR_CLOSED`: `close()` was called on the generator (a binding's, or a leased
     /// one's, whose worker id has been released); it issues no more ids.
     GeneratorClosed,
-    /// `LEASE_LOST`: the generator's worker-id lease expired without renewal, so another holder
-    /// may already have the worker id. The code leased generators (clockflake-lease) and the
-    /// bindings report; core's generator never returns it on its own.
-    LeaseLost,
-    /// `WORKER_POOL_EXHAUSTED`: every worker id of the layout is leased.
-    WorkerPoolExhausted {
-        /// How many worker ids the layout has.
-        workers: u64,
-    },
     /// `INVALID_PUBLIC_ID`: text or a number that is not a public id (a typo, a wrong length).
     InvalidPublicId(PublicIdProblem),
     /// `UNKNOWN_KEY_VERSION`: a public id made with a key version the codec does not hold.
@@ -265,8 +261,6 @@ impl Error {
             Error::ClockNotAdvancing { .. } => "CLOCK_NOT_ADVANCING",
             Error::WorkerIdInvalidated => "WORKER_ID_INVALIDATED",
             Error::GeneratorClosed => "GENERATOR_CLOSED",
-            Error::LeaseLost => "LEASE_LOST",
-            Error::WorkerPoolExhausted { .. } => "WORKER_POOL_EXHAUSTED",
             Error::InvalidPublicId(_) => "INVALID_PUBLIC_ID",
             Error::UnknownKeyVersion { .. } => "UNKNOWN_KEY_VERSION",
             Error::InvalidKeyVersion { .. } => "INVALID_KEY_VERSION",
@@ -274,7 +268,7 @@ impl Error {
     }
 
     /// Every code, for bindings that define one exception class per code.
-    pub const CODES: [&'static str; 23] = [
+    pub const CODES: [&'static str; 21] = [
         "INVALID_ID",
         "INVALID_LAYOUT",
         "UNKNOWN_LAYOUT",
@@ -292,8 +286,6 @@ impl Error {
         "INVALID_STATE",
         "CLOCK_NOT_ADVANCING",
         "WORKER_ID_INVALIDATED",
-        "LEASE_LOST",
-        "WORKER_POOL_EXHAUSTED",
         "INVALID_PUBLIC_ID",
         "UNKNOWN_KEY_VERSION",
         "INVALID_KEY_VERSION",
@@ -303,7 +295,7 @@ impl Error {
     /// One error of each code, in the order of [`Error::CODES`]: the table bindings check their
     /// error mapping against (a class per code, input or runtime, the message passed through).
     #[doc(hidden)] // for the bindings' tests
-    pub const EXAMPLES: [Error; 23] = [
+    pub const EXAMPLES: [Error; 21] = [
         Error::InvalidId(InvalidId::Empty),
         Error::InvalidLayout(LayoutProblem::ZeroUnit),
         Error::UnknownLayout,
@@ -355,8 +347,6 @@ impl Error {
             now_ms: 1_735_689_600_000,
         },
         Error::WorkerIdInvalidated,
-        Error::LeaseLost,
-        Error::WorkerPoolExhausted { workers: 128 },
         Error::InvalidPublicId(PublicIdProblem::ChecksumMismatch),
         Error::UnknownKeyVersion { version: 3 },
         Error::InvalidKeyVersion { version: 32 },
@@ -387,8 +377,6 @@ impl Error {
                 | Error::ClockNotAdvancing { .. }
                 | Error::WorkerIdInvalidated
                 | Error::GeneratorClosed
-                | Error::LeaseLost
-                | Error::WorkerPoolExhausted { .. }
         )
     }
 }
@@ -478,15 +466,6 @@ impl fmt::Display for Error {
             ),
             Error::WorkerIdInvalidated => f.write_str(
                 "worker id invalidated: this generator's worker id belongs to another process (after a fork, another copy of the process or restored()); give it a new worker id",
-            ),
-            Error::LeaseLost => f.write_str(
-                "lease lost: the worker-id lease expired without renewal; another holder may have the worker id now",
-            ),
-            Error::WorkerPoolExhausted { workers } => write!(
-                f,
-                "worker pool exhausted: all {workers} worker ids of the layout are leased; a larger \
-                 fleet needs a layout with more worker bits: see suggest_layout and \
-                 docs/concepts/layouts.md#when-128-workers-are-not-enough"
             ),
             Error::InvalidPublicId(problem) => write!(f, "invalid public id: {problem}"),
             Error::UnknownKeyVersion { version } => write!(
@@ -612,7 +591,7 @@ mod tests {
 
     #[test]
     fn codes_lists_every_code_once() {
-        let codes: [&str; 23] = Error::EXAMPLES.map(|e| e.code());
+        let codes: [&str; 21] = Error::EXAMPLES.map(|e| e.code());
         assert_eq!(codes, Error::CODES);
     }
 }

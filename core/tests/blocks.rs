@@ -94,7 +94,8 @@ fn a_block_says_which_tick_its_ids_carry() {
     assert_eq!(gen.next_block_at(now, 0).unwrap().len(), 0);
 }
 
-/// A clock that covers time only while `open` holds, as a lease's clock does.
+/// A clock that covers time only while `open` holds, refusing with one of core's errors
+/// otherwise (here the one a copy of the process gets).
 struct Covering {
     now_ms: u64,
     open: std::cell::Cell<bool>,
@@ -108,7 +109,7 @@ impl clockflake::Clock for Covering {
         if self.open.get() {
             Ok(self.now_ms)
         } else {
-            Err(clockflake::Error::LeaseLost)
+            Err(clockflake::Error::WorkerIdInvalidated)
         }
     }
 }
@@ -126,11 +127,11 @@ fn a_clock_that_refuses_time_stops_the_generator_without_using_an_id() {
     for _ in 0..3 {
         assert_eq!(
             gen.try_next_id_with(&clock),
-            Err(clockflake::Error::LeaseLost)
+            Err(clockflake::Error::WorkerIdInvalidated)
         );
         assert_eq!(
             gen.try_next_block_with(&clock, 10),
-            Err(clockflake::Error::LeaseLost)
+            Err(clockflake::Error::WorkerIdInvalidated)
         );
     }
     assert_eq!(gen.state(), before, "nothing issued while refused");

@@ -289,17 +289,17 @@ pub(crate) fn pool(
     }
 }
 
-/// `WORKER_POOL_EXHAUSTED` when every worker id of [`pool`]'s range is held: core's error
-/// (naming the layout's count) without a range, else one naming the range.
+/// `WORKER_POOL_EXHAUSTED` when every worker id of [`pool`]'s range is held: naming the
+/// layout's count without a range, else naming the range.
 pub(crate) fn exhausted(
     coordinator: &str,
     layout: &Layout,
     workers: Option<&WorkerRange>,
 ) -> LeaseError {
     match workers {
-        None => LeaseError::Core(clockflake::Error::WorkerPoolExhausted {
+        None => LeaseError::WorkerPoolExhausted {
             workers: layout.max_worker_id().saturating_add(1),
-        }),
+        },
         Some(range) => LeaseError::RangeExhausted {
             coordinator: coordinator.to_owned(),
             range: range.to_string(),
@@ -422,7 +422,7 @@ mod tests {
         assert!(error.to_string().contains("workers=0-63"), "{error}");
         assert_eq!(
             exhausted("u", &layout, None),
-            LeaseError::Core(clockflake::Error::WorkerPoolExhausted { workers: 128 })
+            LeaseError::WorkerPoolExhausted { workers: 128 }
         );
     }
 

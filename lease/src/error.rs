@@ -3,9 +3,10 @@
 use std::fmt;
 
 /// Why a leased generator refused. [`LeaseError::code`] is a stable SCREAMING_SNAKE string:
-/// core's codes (`LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, `INVALID_STATE`, ...) where core has
-/// one, and `INVALID_URI`, `COORDINATOR_UNAVAILABLE`, `GENERATOR_CLOSED`, `CLOCK_SKEW`,
-/// `WORKER_RANGE_CONFLICT` for what core cannot know.
+/// core's codes (`INVALID_STATE`, `GENERATOR_CLOSED`, `SEQUENCE_EXHAUSTED`, ...) where core has
+/// one, and the lease's own, [`LeaseError::CODES`] (`LEASE_LOST`, `WORKER_POOL_EXHAUSTED`,
+/// `INVALID_URI`, `COORDINATOR_UNAVAILABLE`, `CLOCK_SKEW`, `WORKER_RANGE_CONFLICT`), for what
+/// core cannot know.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LeaseError {
@@ -88,6 +89,12 @@ pub enum LeaseError {
         /// The largest skew allowed, ms.
         max_skew_ms: u64,
     },
+    /// `WORKER_POOL_EXHAUSTED`: every worker id of the layout is held (a URI without
+    /// `workers=LO-HI`; with one, [`LeaseError::RangeExhausted`]).
+    WorkerPoolExhausted {
+        /// How many worker ids the layout has.
+        workers: u64,
+    },
     /// `WORKER_POOL_EXHAUSTED`: every worker id of the pool's range (the URI's
     /// `workers=LO-HI`) is held.
     RangeExhausted {
@@ -142,15 +149,19 @@ impl LeaseError {
             LeaseError::Closed => "GENERATOR_CLOSED",
             LeaseError::ClockSkew { .. } => "CLOCK_SKEW",
             LeaseError::TooManyWorkers { .. } => "INVALID_LAYOUT",
-            LeaseError::RangeExhausted { .. } => "WORKER_POOL_EXHAUSTED",
+            LeaseError::WorkerPoolExhausted { .. } | LeaseError::RangeExhausted { .. } => {
+                "WORKER_POOL_EXHAUSTED"
+            }
             LeaseError::AssignedOutOfRange { .. } => "WORKER_ID_OUT_OF_RANGE",
             LeaseError::WorkerRangeConflict { .. } => "WORKER_RANGE_CONFLICT",
         }
     }
 
     /// The codes this crate adds to core's [`clockflake::Error::CODES`] (its other errors
-    /// carry core's codes: `LEASE_LOST`, `INVALID_STATE`, `GENERATOR_CLOSED`, ...).
-    pub const CODES: [&'static str; 4] = [
+    /// carry core's codes: `INVALID_STATE`, `GENERATOR_CLOSED`, `INVALID_LAYOUT`, ...).
+    pub const CODES: [&'static str; 6] = [
+        "LEASE_LOST",
+        "WORKER_POOL_EXHAUSTED",
         "INVALID_URI",
         "COORDINATOR_UNAVAILABLE",
         "CLOCK_SKEW",
@@ -159,7 +170,11 @@ impl LeaseError {
 
     /// One error of each code of [`LeaseError::CODES`], in that order: the table bindings
     /// check their error mapping against, beside core's [`clockflake::Error::EXAMPLES`].
-    pub const EXAMPLES: [LeaseError; 4] = [
+    pub const EXAMPLES: [LeaseError; 6] = [
+        LeaseError::LeaseLost {
+            reason: String::new(),
+        },
+        LeaseError::WorkerPoolExhausted { workers: 128 },
         LeaseError::InvalidUri {
             uri: String::new(),
             reason: String::new(),
@@ -325,6 +340,12 @@ impl fmt::Display for LeaseError {
                 skew_ms.unsigned_abs(),
                 if *skew_ms >= 0 { "ahead" } else { "behind" }
             ),
+            LeaseError::WorkerPoolExhausted { workers } => write!(
+                f,
+                "worker pool exhausted: all {workers} worker ids of the layout are leased; a larger \
+                 fleet needs a layout with more worker bits: see suggest_layout and \
+                 docs/concepts/layouts.md#when-128-workers-are-not-enough"
+            ),
             LeaseError::RangeExhausted { coordinator, range } => write!(
                 f,
                 "worker pool exhausted: every worker id of workers={range} is held at \
@@ -374,5 +395,24 @@ mod tests {
             .iter()
             .all(|code| !clockflake::Error::CODES.contains(code)));
         assert!(clockflake::Error::CODES.contains(&LeaseError::Closed.code()));
+    }
+
+    #[test]
+    fn lease_lost_and_a_full_pool_are_the_leases_codes_with_the_messages_users_know() {
+        for code in ["LEASE_LOST", "WORKER_POOL_EXHAUSTED"] {
+            assert!(LeaseError::CODES.contains(&code), "{code}");
+        }
+        let full = LeaseError::WorkerPoolExhausted { workers: 128 };
+        assert_eq!(full.code(), "WORKER_POOL_EXHAUSTED");
+        assert!(!full.is_input_error() && full.retry_at_ms().is_none());
+        assert_eq!(
+            full.to_string(),
+            "worker pool exhausted: all 128 worker ids of the layout are leased; a larger fleet \
+             needs a layout with more worker bits: see suggest_layout and \
+             docs/concepts/layouts.md#when-128-workers-are-not-enough"
+        );
+        let lost = LeaseError::lost("the deadline passed");
+        assert_eq!(lost.code(), "LEASE_LOST");
+        assert!(!lost.is_input_error() && lost.retry_at_ms().is_none());
     }
 }

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clockflake::{Error, Layout, State};
+use clockflake::{Layout, State};
 use clockflake_lease::{
     open, wall_ms, Coordinator, FileCoordinator, Grant, LeaseError, LeaseOptions, LeasedGenerator,
 };
@@ -33,7 +33,7 @@ fn the_129th_holder_gets_worker_pool_exhausted() {
     assert_eq!(error.code(), "WORKER_POOL_EXHAUSTED");
     assert_eq!(
         error,
-        clockflake_lease::LeaseError::Core(Error::WorkerPoolExhausted { workers: 128 })
+        clockflake_lease::LeaseError::WorkerPoolExhausted { workers: 128 }
     );
     // Another namespace has its own pool.
     let other = open(

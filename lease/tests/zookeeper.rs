@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use clockflake::{Error, Field, Layout};
+use clockflake::{Field, Layout};
 use clockflake_lease::{
     open, wall_ms, Coordinator, LeaseError, LeaseOptions, LeasedGenerator, ZooKeeperCoordinator,
 };
@@ -98,10 +98,7 @@ fn one_hundred_twenty_nine_contenders_for_128_ids() {
         }
     }
     assert_eq!(refused.len(), 1, "{refused:?}");
-    assert_eq!(
-        refused[0],
-        LeaseError::Core(Error::WorkerPoolExhausted { workers: 128 })
-    );
+    assert_eq!(refused[0], LeaseError::WorkerPoolExhausted { workers: 128 });
     let workers: HashSet<u64> = held.iter().map(|g| g.worker_id()).collect();
     assert_eq!(workers, (0..128).collect::<HashSet<_>>());
     assert_eq!(

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clockflake::Options;
-use clockflake_lease::LeaseOptions;
+use clockflake_lease::{LeaseError, LeaseOptions};
 
 use crate::config::Config;
 use crate::supervisor::Supervisor;
@@ -73,7 +73,14 @@ pub async fn run(config: Config) -> Result<(), Failure> {
     let first = Arc::clone(&supervisor);
     match tokio::task::spawn_blocking(move || first.lease_blocking()).await {
         Ok(Ok(())) => {}
-        Ok(Err(error)) if error.is_input_error() || error.code() == "INVALID_STATE" => {
+        Ok(Err(error))
+            if error.is_input_error()
+                || matches!(
+                    error,
+                    LeaseError::CorruptState { .. }
+                        | LeaseError::Core(clockflake::Error::InvalidState(_))
+                ) =>
+        {
             return Err(Failure::Config(format!(
                 "lease {}: {error}",
                 supervisor.coordinator()

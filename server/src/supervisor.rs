@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use axum::http::StatusCode;
 
-use crate::error::ApiError;
+use crate::error::{codes, ApiError};
 use crate::telemetry::Telemetry;
 
 /// First and longest pause between failed attempts to lease: the lease crate's, which it
@@ -110,8 +110,10 @@ impl Supervisor {
     /// The generator to take ids from, or why there is none, with its own code: the clock
     /// outside the layout's lifetime (`EPOCH_IN_FUTURE`, `TIMESTAMP_EXHAUSTED`), or the last
     /// attempt's refusal (`COORDINATOR_UNAVAILABLE`, `WORKER_POOL_EXHAUSTED`, `CLOCK_SKEW`,
-    /// ...) with `retryAtMs` at the next attempt. Once a lease was taken, the healing
-    /// generator itself (it refuses with `COORDINATOR_UNAVAILABLE` while leasing again).
+    /// ...) with `retryAtMs` at the next attempt, or `NOT_LEASED_YET` while no attempt has
+    /// anything to say (the first has not ended, or the clock came back within the layout's
+    /// lifetime and the next has not ended). Once a lease was taken, the healing generator
+    /// itself (it refuses with `COORDINATOR_UNAVAILABLE` while leasing again).
     pub fn generator(&self) -> Result<Arc<HealingGenerator>, ApiError> {
         if let Some(gen) = read(&self.current).as_ref() {
             return Ok(Arc::clone(gen));
@@ -127,27 +129,24 @@ impl Supervisor {
             0 => None,
             at => Some(at),
         };
-        let (error, prefix) = match last {
+        let mut refusal = match last {
             // A clock refusal of an earlier attempt that the clock has left behind.
             Some(LeaseError::Core(
                 clockflake::Error::EpochInFuture { .. }
                 | clockflake::Error::TimestampExhausted { .. },
             ))
-            | None => (
-                LeaseError::LeaseLost {
-                    reason: "no worker id is leased right now; the server is leasing one"
-                        .to_owned(),
-                },
-                "",
+            | None => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::NOT_LEASED_YET,
+                "not leased yet: no worker id is leased yet; the server is leasing one",
             ),
-            Some(
-                error @ (LeaseError::LeaseLost { .. }
-                | LeaseError::Core(clockflake::Error::LeaseLost)),
-            ) => (error, ""),
-            Some(error) => (error, "no worker id leased: "),
+            Some(error @ LeaseError::LeaseLost { .. }) => ApiError::from(error),
+            Some(error) => {
+                let mut refusal = ApiError::from(error);
+                refusal.message = format!("no worker id leased: {}", refusal.message);
+                refusal
+            }
         };
-        let mut refusal = ApiError::from(error);
-        refusal.message = format!("{prefix}{}", refusal.message);
         if refusal.status == StatusCode::SERVICE_UNAVAILABLE && refusal.retry_at_ms.is_none() {
             refusal.retry_at_ms = next_attempt;
         }
@@ -364,5 +363,56 @@ impl Supervisor {
 
     pub fn coordinator(&self) -> String {
         clockflake_lease::redact(&self.uri)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn supervisor() -> Supervisor {
+        Supervisor::new(
+            "file:///nonexistent/clockflake-server-test?app=t".to_owned(),
+            Layout::CLOCKSEQ,
+            LeaseOptions::default(),
+            Duration::from_millis(250),
+        )
+    }
+
+    /// Before any attempt to lease has ended, an id request gets a code of its own, not
+    /// `LEASE_LOST` (nothing was lost): a 503 retried at the next attempt.
+    #[test]
+    fn not_leased_yet_has_its_own_code() {
+        let supervisor = supervisor();
+        let refusal = supervisor.generator().err().unwrap();
+        assert_eq!(refusal.code, codes::NOT_LEASED_YET);
+        assert_eq!(refusal.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            refusal.message.starts_with("not leased yet: "),
+            "{}",
+            refusal.message
+        );
+        // The same once a clock refusal of an earlier attempt is behind the clock.
+        *lock(&supervisor.last_error) = Some(LeaseError::Core(clockflake::Error::EpochInFuture {
+            now_ms: 0,
+            epoch_ms: 1,
+        }));
+        supervisor.schedule(Duration::from_secs(1));
+        let refusal = supervisor.generator().err().unwrap();
+        assert_eq!(refusal.code, codes::NOT_LEASED_YET);
+        assert!(refusal.retry_at_ms.is_some());
+        // A failed attempt answers its own code.
+        *lock(&supervisor.last_error) = Some(LeaseError::WorkerPoolExhausted { workers: 128 });
+        let refusal = supervisor.generator().err().unwrap();
+        assert_eq!(refusal.code, "WORKER_POOL_EXHAUSTED");
+        assert_eq!(refusal.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            refusal
+                .message
+                .starts_with("no worker id leased: worker pool exhausted: all 128"),
+            "{}",
+            refusal.message
+        );
     }
 }

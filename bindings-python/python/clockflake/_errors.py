@@ -222,7 +222,7 @@ class LeaseLostError(ClockflakeError, RuntimeError):
 
 
 class WorkerPoolExhaustedError(ClockflakeError, RuntimeError):
-    """Every worker id of the layout is leased."""
+    """Every worker id of the layout (or of the lease URI's ``workers=`` range) is leased."""
 
     code = "WORKER_POOL_EXHAUSTED"
 
