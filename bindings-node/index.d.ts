@@ -165,7 +165,9 @@ export interface PartsInput {
  * generators add `LEASE_LOST`, `WORKER_POOL_EXHAUSTED`, `INVALID_URI`, `COORDINATOR_UNAVAILABLE`,
  * `CLOCK_SKEW`, `WORKER_RANGE_CONFLICT` (two pools' `workers` ranges overlap), `GENERATOR_CLOSED`,
  * `INVALID_STATE` (a stored state record that cannot be read) and `NATIVE_UNAVAILABLE` (no native addon for this platform or runtime: `Generator.open` only);
- * `PublicIds` adds `INVALID_PUBLIC_ID`, `UNKNOWN_KEY_VERSION` and `INVALID_KEY_VERSION`.
+ * `PublicIds` adds `INVALID_PUBLIC_ID`, `UNKNOWN_KEY_VERSION` and `INVALID_KEY_VERSION`. The
+ * wasm engine has two codes of its own, `ENGINE_BUSY` and `UNKNOWN_HANDLE`, which no call of
+ * this package provokes (a report of one is a bug).
  */
 export declare class ClockflakeError extends Error {
   constructor(code: string, message: string, retryAtMs?: number | null);

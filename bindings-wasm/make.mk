@@ -51,6 +51,7 @@ lint-wasm: setup-rust
 	$(LINT_CARGO) clippy -q -p clockflake-wasm --target wasm32-unknown-unknown $(CLIPPY_FLAGS)
 
 test-wasm: build-wasm build-js setup-wasm-npm setup-wasm-chromium
+	$(CARGO) test -q -p clockflake-wasm --lib
 	$(CARGO) run -q -p clockflake-wasm --example messages > $(WASM_DIR)/pkg/core-messages.jsonl
 	cd $(WASM_DIR) && node --test --test-reporter=spec tests/node/
 	cd $(WASM_DIR) && CHROMIUM=$(CHROMIUM) node --test --test-reporter=spec tests/browser/

@@ -4,6 +4,8 @@
 // change in core shows up there.
 
 const FIELD_NAMES = ['timestamp', 'clock_seq', 'worker', 'sequence'];
+/** The wasm engine's handle tables, by the kind of its own refusals (`Table` in bindings-wasm/src/lib.rs). */
+const TABLES = ['generator', 'public-id codec', 'layout'];
 const NONE = (1n << 64n) - 1n;
 
 /** Rust's `{:?}` of a char. */
@@ -105,13 +107,14 @@ export function formatMessage(code, kind, f) {
     case 'WORKER_ID_INVALIDATED':
       return "worker id invalidated: this generator's worker id belongs to another process (after a fork, another copy of the process or restored()); give it a new worker id";
     case 'GENERATOR_CLOSED': return 'generator closed: close() was called; make a new generator';
-    case 'LEASE_LOST': return 'lease lost: the worker-id lease expired without renewal; another holder may have the worker id now';
-    case 'WORKER_POOL_EXHAUSTED':
-      return `worker pool exhausted: all ${a} worker ids of the layout are leased; a larger fleet needs a layout with more worker bits: see suggest_layout and docs/concepts/layouts.md#when-128-workers-are-not-enough`;
     case 'INVALID_PUBLIC_ID': return `invalid public id: ${publicIdProblem(kind, f)}`;
     case 'UNKNOWN_KEY_VERSION':
       return `unknown key version: the public id was made with key version ${a}, which this codec does not hold`;
     case 'INVALID_KEY_VERSION': return `invalid key version: expected 0..=31 and not already in the key ring, found ${a}`;
+    // The engine's own refusals (bindings-wasm/src/lib.rs, `Refusal`), which the package's calls never provoke.
+    case 'ENGINE_BUSY':
+      return `engine busy: the wasm engine's ${TABLES[kind]} table is in use by a call in progress (a call made from inside another)`;
+    case 'UNKNOWN_HANDLE': return `unknown handle: no ${TABLES[kind]} of the wasm engine has handle ${a}`;
     default: return code.toLowerCase().replaceAll('_', ' ');
   }
 }

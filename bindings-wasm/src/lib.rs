@@ -5,10 +5,10 @@
 //! The exports take and return plain numbers so that a call costs a few nanoseconds: ids are
 //! `u64`/`i64` (JS `bigint`), times and small fields `f64`/`u32`. Results with several fields go
 //! through a small scratch area in wasm memory that the wrapper reads with typed-array views,
-//! and a refusal returns a sentinel (`-1`) and leaves the core [`Error`] for [`error_take`],
-//! which the wrapper turns into a JS `Error` with `.code`. Range checks on values coming from
-//! JS (numbers and bigints) happen in the wrapper before they reach these functions; everything
-//! about ids and layouts is decided by the core crate.
+//! and a refusal returns a sentinel (`-1`) and leaves a [`Refusal`] (core's [`Error`], or the
+//! engine's own) for [`error_take`], which the wrapper turns into a JS `Error` with `.code`.
+//! Range checks on values coming from JS (numbers and bigints) happen in the wrapper before they
+//! reach these functions; everything about ids and layouts is decided by the core crate.
 
 use std::cell::{Cell, RefCell};
 use std::string::String;
@@ -45,8 +45,45 @@ static ID_BUFFER: [AtomicU64; ID_BUFFER_LEN] = [const { AtomicU64::new(0) }; ID_
 /// Handles of custom layouts start after the presets'.
 const PRESET_COUNT: usize = Layout::PRESETS.len();
 
+/// The engine's handle tables, named in its own refusals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Table {
+    Generators = 0,
+    Codecs = 1,
+    Layouts = 2,
+}
+
+/// Why a call refused: core's error, or one of the engine's own, which core has no code for
+/// (it knows nothing of handles) and which the wrapper never provokes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    Core(Error),
+    /// `ENGINE_BUSY`: a handle table was in use by a call in progress (a call made from inside
+    /// another, which single-threaded wasm never makes).
+    Busy(Table),
+    /// `UNKNOWN_HANDLE`: no value of the table has that handle (a freed codec; the wrapper
+    /// frees codecs only at garbage collection, so it never passes one).
+    UnknownHandle(Table, u32),
+}
+
+impl From<Error> for Refusal {
+    fn from(error: Error) -> Refusal {
+        Refusal::Core(error)
+    }
+}
+
+impl Refusal {
+    const fn code(&self) -> &'static str {
+        match self {
+            Refusal::Core(error) => error.code(),
+            Refusal::Busy(_) => "ENGINE_BUSY",
+            Refusal::UnknownHandle(..) => "UNKNOWN_HANDLE",
+        }
+    }
+}
+
 thread_local! {
-    static LAST_ERROR: Cell<Option<Error>> = const { Cell::new(None) };
+    static LAST_ERROR: Cell<Option<Refusal>> = const { Cell::new(None) };
     static CUSTOM_LAYOUTS: RefCell<Vec<Layout>> = const { RefCell::new(Vec::new()) };
     static GENERATORS: Slots<Generator> = const { RefCell::new(Vec::new()) };
     static CODECS: Slots<PublicIds> = const { RefCell::new(Vec::new()) };
@@ -80,10 +117,10 @@ fn get32(slot: usize) -> u32 {
     SCRATCH32.get(slot).map_or(0, |w| w.load(Ordering::Relaxed))
 }
 
-/// Keeps the error for [`error_take`] and returns the sentinel.
+/// Keeps the refusal for [`error_take`] and returns the sentinel.
 #[cold]
-fn fail<T: From<i8>>(error: Error) -> T {
-    LAST_ERROR.with(|last| last.set(Some(error)));
+fn fail<T: From<i8>>(refusal: impl Into<Refusal>) -> T {
+    LAST_ERROR.with(|last| last.set(Some(refusal.into())));
     T::from(-1)
 }
 
@@ -112,20 +149,27 @@ pub fn id_buffer_len() -> u32 {
 }
 
 /// The last refusal's code (empty if none). Scratch32\[0\] gets its kind and scratch64\[0..4\]
-/// its fields (see `error_numbers.rs`, from which the wrapper rebuilds core's message), and
-/// scratch64\[4\] its `retry_at_ms` as f64 (-1 for none).
+/// its fields (see `error_numbers.rs`, from which the wrapper rebuilds core's message; for the
+/// engine's own refusals the kind is the [`Table`] and field 0 the handle), and scratch64\[4\]
+/// its `retry_at_ms` as f64 (-1 for none).
 #[wasm_bindgen]
 pub fn error_take() -> String {
-    let Some(error) = LAST_ERROR.with(Cell::take) else {
+    let Some(refusal) = LAST_ERROR.with(Cell::take) else {
         return String::new();
     };
-    let (kind, fields) = error_numbers::error_numbers(&error);
+    let ((kind, fields), retry_at_ms) = match refusal {
+        Refusal::Core(error) => (error_numbers::error_numbers(&error), error.retry_at_ms()),
+        Refusal::Busy(table) => ((table as u32, [0; 4]), None),
+        Refusal::UnknownHandle(table, handle) => {
+            ((table as u32, [u64::from(handle), 0, 0, 0]), None)
+        }
+    };
     put32(0, kind);
     for (slot, value) in fields.into_iter().enumerate() {
         put64(slot, value);
     }
-    putf(4, error.retry_at_ms().map_or(-1.0, |ms| ms as f64));
-    String::from(error.code())
+    putf(4, retry_at_ms.map_or(-1.0, |ms| ms as f64));
+    String::from(refusal.code())
 }
 
 /// For the JS blocking wrapper, after a refusal at `now_ms`: the time to wait for and try again
@@ -135,14 +179,15 @@ pub fn error_take() -> String {
 #[wasm_bindgen]
 pub fn error_retry_at(now_ms: f64) -> f64 {
     LAST_ERROR.with(|last| {
-        let error = last.take();
-        match error
-            .as_ref()
-            .and_then(|error| Generator::blocking_retry_at(error, now_ms as u64))
-        {
+        let refusal = last.take();
+        let retry_at = match &refusal {
+            Some(Refusal::Core(error)) => Generator::blocking_retry_at(error, now_ms as u64),
+            _ => None,
+        };
+        match retry_at {
             Some(at_ms) => at_ms as f64,
             None => {
-                last.set(error);
+                last.set(refusal);
                 -1.0
             }
         }
@@ -175,17 +220,23 @@ pub fn wait_step(at_ms: f64, start_ms: f64, now_ms: f64, elapsed_ms: f64) -> f64
 // Layouts. A handle is an index: 0..PRESET_COUNT are the presets in `Layout::PRESETS` order,
 // the rest index the custom layouts registered so far (each distinct layout once).
 
-fn layout_at(handle: u32) -> Result<Layout, Error> {
+fn layout_at(handle: u32) -> Result<Layout, Refusal> {
     let index = handle as usize;
     if let Some((_, preset)) = Layout::PRESETS.get(index) {
         return Ok(*preset);
     }
-    CUSTOM_LAYOUTS.with(|all| {
-        all.try_borrow()
-            .ok()
-            .and_then(|all| all.get(index - PRESET_COUNT).copied())
-            .ok_or(Error::UnknownLayout)
+    CUSTOM_LAYOUTS.with(|all| match all.try_borrow() {
+        Ok(all) => all
+            .get(index - PRESET_COUNT)
+            .copied()
+            .ok_or(Refusal::Core(Error::UnknownLayout)),
+        Err(_) => Err(Refusal::Busy(Table::Layouts)),
     })
+}
+
+/// `run` on layout `handle`.
+fn on_layout<T>(handle: u32, run: impl FnOnce(Layout) -> Result<T, Error>) -> Result<T, Refusal> {
+    Ok(run(layout_at(handle)?)?)
 }
 
 /// Number of presets.
@@ -258,7 +309,7 @@ fn register_layout(layout: Layout) -> i32 {
     }
     CUSTOM_LAYOUTS.with(|all| {
         let Ok(mut all) = all.try_borrow_mut() else {
-            return fail(Error::UnknownLayout);
+            return fail(Refusal::Busy(Table::Layouts));
         };
         let index = match all.iter().position(|known| *known == layout) {
             Some(i) => i,
@@ -326,7 +377,7 @@ fn put_parts(parts: &Parts) -> f64 {
 /// scratch32\[0..3\]; -1 if the id does not fit the layout.
 #[wasm_bindgen]
 pub fn decode(layout: u32, id: u64) -> f64 {
-    match layout_at(layout).and_then(|l| l.decode(id)) {
+    match on_layout(layout, |l| l.decode(id)) {
         Ok(parts) => put_parts(&parts),
         Err(error) => fail(error),
     }
@@ -344,7 +395,7 @@ pub fn decode_split(layout: u32, high: f64, low: f64) -> f64 {
 /// [`decode`] of a decimal id, parsed by the core's strict rules.
 #[wasm_bindgen]
 pub fn decode_text(layout: u32, text: &str) -> f64 {
-    match layout_at(layout).and_then(|l| l.parse_id(text).and_then(|id| l.decode(id))) {
+    match on_layout(layout, |l| l.parse_id(text).and_then(|id| l.decode(id))) {
         Ok(parts) => put_parts(&parts),
         Err(error) => fail(error),
     }
@@ -365,7 +416,7 @@ pub fn encode(
         worker_id: worker_id as u64,
         sequence: sequence as u64,
     };
-    match layout_at(layout).and_then(|l| l.encode(&parts)) {
+    match on_layout(layout, |l| l.encode(&parts)) {
         Ok(id) => id as i64,
         Err(error) => fail(error),
     }
@@ -374,7 +425,7 @@ pub fn encode(
 /// The smallest id of a time window (returned) and the largest (scratch64\[0\]), or -1.
 #[wasm_bindgen]
 pub fn id_range(layout: u32, from_ms: f64, to_ms: f64) -> i64 {
-    match layout_at(layout).and_then(|l| l.id_range(from_ms as u64, to_ms as u64)) {
+    match on_layout(layout, |l| l.id_range(from_ms as u64, to_ms as u64)) {
         Ok((low, high)) => {
             put64(0, high);
             low as i64
@@ -389,29 +440,30 @@ pub fn id_range(layout: u32, from_ms: f64, to_ms: f64) -> i64 {
 /// Values JS holds by handle.
 type Slots<T> = RefCell<Vec<Option<T>>>;
 
-/// Runs `run` on the value of slot `handle`; `missing` for a freed or unknown handle (or a table
-/// in use, which a single-threaded instance never sees).
+/// Runs `run` on the value of slot `handle` of `table`; `missing` for a freed or unknown
+/// handle, `ENGINE_BUSY` for a table in use (which a single-threaded instance never sees).
 fn slot_use<T, R>(
     slots: &'static LocalKey<Slots<T>>,
+    table: Table,
     handle: u32,
-    missing: Error,
+    missing: Refusal,
     run: impl FnOnce(&T) -> Result<R, Error>,
-) -> Result<R, Error> {
+) -> Result<R, Refusal> {
     slots.with(|all| match all.try_borrow() {
         Ok(all) => match all.get(handle as usize) {
-            Some(Some(value)) => run(value),
+            Some(Some(value)) => Ok(run(value)?),
             _ => Err(missing),
         },
-        Err(_) => Err(missing),
+        Err(_) => Err(Refusal::Busy(table)),
     })
 }
 
-/// Stores `value` in the first free slot and returns its handle (-1 and `busy` if the table is
-/// in use).
-fn slot_put<T>(slots: &'static LocalKey<Slots<T>>, value: T, busy: Error) -> i32 {
+/// Stores `value` in the first free slot of `table` and returns its handle (-1 and
+/// `ENGINE_BUSY` if the table is in use).
+fn slot_put<T>(slots: &'static LocalKey<Slots<T>>, table: Table, value: T) -> i32 {
     slots.with(|all| {
         let Ok(mut all) = all.try_borrow_mut() else {
-            return fail(busy);
+            return fail(Refusal::Busy(table));
         };
         let handle = match all.iter().position(Option::is_none) {
             Some(free) => free,
@@ -441,7 +493,8 @@ fn slot_free<T>(slots: &'static LocalKey<Slots<T>>, handle: u32) {
 
 fn with_generator<T: From<i8>>(handle: u32, run: impl FnOnce(&Generator) -> Result<T, Error>) -> T {
     // A handle with no generator is one that was freed: the JS API frees on close().
-    slot_use(&GENERATORS, handle, Error::GeneratorClosed, run).unwrap_or_else(fail)
+    let closed = Refusal::Core(Error::GeneratorClosed);
+    slot_use(&GENERATORS, Table::Generators, handle, closed, run).unwrap_or_else(fail)
 }
 
 fn options(policy: &str, max_wait_ms: f64, max_drift_ms: f64) -> Result<Options, Error> {
@@ -465,16 +518,8 @@ fn options(policy: &str, max_wait_ms: f64, max_drift_ms: f64) -> Result<Options,
     })
 }
 
-/// The refusal when the generator table is borrowed already (a call made from inside another,
-/// which single-threaded wasm never does): core has no code for it; this one tells the caller
-/// that no generator can be used from here.
-const GENERATORS_BUSY: Error = Error::WorkerIdInvalidated;
-
-/// The same for the codec table: no key version can be registered from here.
-const CODECS_BUSY: Error = Error::UnknownKeyVersion { version: 0 };
-
 fn register(generator: Generator) -> i32 {
-    slot_put(&GENERATORS, generator, GENERATORS_BUSY)
+    slot_put(&GENERATORS, Table::Generators, generator)
 }
 
 /// A new generator's handle, or -1. An empty `policy` takes the layout's default; a negative
@@ -487,7 +532,7 @@ pub fn gen_new(
     max_wait_ms: f64,
     max_drift_ms: f64,
 ) -> i32 {
-    let made = layout_at(layout).and_then(|layout| {
+    let made = on_layout(layout, |layout| {
         let options = options(policy, max_wait_ms, max_drift_ms)?;
         Generator::new(layout, worker_id as u64, options)
     });
@@ -517,7 +562,7 @@ pub fn gen_resume(
         let ms = if k < MAX_CLOCK_SEQS { getf(k) } else { -1.0 };
         (ms >= 0.0).then_some(ms as u64)
     });
-    let made = layout_at(layout).and_then(|layout| {
+    let made = on_layout(layout, |layout| {
         let state = State::from_record(
             &layout,
             fingerprint,
@@ -646,13 +691,12 @@ const PUB_ENCODE_TEXT: u32 = 2;
 
 /// Runs `run` on codec `handle`. A freed or unknown handle (the wrapper frees codecs only at
 /// garbage collection, so it never passes one) is refused rather than served by another codec.
-fn try_codec<T>(handle: u32, run: impl FnOnce(&PublicIds) -> Result<T, Error>) -> Result<T, Error> {
-    slot_use(
-        &CODECS,
-        handle,
-        Error::UnknownKeyVersion { version: 0 },
-        run,
-    )
+fn try_codec<T>(
+    handle: u32,
+    run: impl FnOnce(&PublicIds) -> Result<T, Error>,
+) -> Result<T, Refusal> {
+    let unknown = Refusal::UnknownHandle(Table::Codecs, handle);
+    slot_use(&CODECS, Table::Codecs, handle, unknown, run)
 }
 
 /// A new codec's handle, or -1. `base` < 0: a codec whose current key (scratch bytes 0..16) is
@@ -663,8 +707,8 @@ pub fn pub_new(base: i32, version: u32, legacy: bool) -> i32 {
     let key = scratch_bytes();
     let version = u8::try_from(version).unwrap_or(u8::MAX);
     let made = match (u32::try_from(base), legacy) {
-        (Err(_), false) => PublicIds::new(version, key),
-        (Err(_), true) => PublicIds::legacy(version, key),
+        (Err(_), false) => PublicIds::new(version, key).map_err(Refusal::Core),
+        (Err(_), true) => PublicIds::legacy(version, key).map_err(Refusal::Core),
         (Ok(base), false) => try_codec(base, |codec| codec.clone().with_old_key(version, key)),
         (Ok(base), true) => try_codec(base, |codec| codec.clone().with_legacy_key(version, key)),
     };
@@ -672,7 +716,7 @@ pub fn pub_new(base: i32, version: u32, legacy: bool) -> i32 {
         Ok(codec) => codec,
         Err(error) => return fail(error),
     };
-    slot_put(&CODECS, codec, CODECS_BUSY)
+    slot_put(&CODECS, Table::Codecs, codec)
 }
 
 /// Frees a codec's slot.
@@ -713,5 +757,55 @@ pub fn pub_decode_text(handle: u32, text: &str) -> i64 {
     match try_codec(handle, |codec| codec.decode_text(text)) {
         Ok(id) => id as i64,
         Err(error) => fail(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    /// A table in use refuses with the engine's own code, never one of core's (a generator
+    /// table in use once answered `WORKER_ID_INVALIDATED`, a codec table `UNKNOWN_KEY_VERSION`).
+    #[test]
+    fn a_table_in_use_refuses_with_the_engines_own_code() {
+        let preset = 0;
+        GENERATORS.with(|all| {
+            let _in_use = all.borrow();
+            assert_eq!(gen_new(preset, 1.0, "", -1.0, -1.0), -1);
+        });
+        assert_eq!(error_take(), "ENGINE_BUSY");
+        assert_eq!(get32(0), Table::Generators as u32);
+        let handle = u32::try_from(gen_new(preset, 1.0, "", -1.0, -1.0)).unwrap();
+        GENERATORS.with(|all| {
+            let _in_use = all.borrow_mut();
+            assert_eq!(gen_next(handle, 1_767_225_600_000.0), -1);
+        });
+        assert_eq!(error_take(), "ENGINE_BUSY");
+        assert!(gen_next(handle, 1_767_225_600_000.0) > 0);
+        gen_free(handle);
+        assert_eq!(gen_next(handle, 1_767_225_600_000.0), -1);
+        assert_eq!(error_take(), "GENERATOR_CLOSED");
+
+        CODECS.with(|all| {
+            let _in_use = all.borrow();
+            assert_eq!(pub_new(-1, 1, false), -1);
+        });
+        assert_eq!(error_take(), "ENGINE_BUSY");
+        assert_eq!(get32(0), Table::Codecs as u32);
+        let codec = u32::try_from(pub_new(-1, 1, false)).unwrap();
+        pub_free(codec);
+        assert_eq!(pub_call(codec, PUB_ENCODE, 5), -1);
+        assert_eq!(error_take(), "UNKNOWN_HANDLE");
+        assert_eq!(get64(0), u64::from(codec));
+
+        let custom = CUSTOM_LAYOUTS.with(|all| {
+            let _in_use = all.borrow_mut();
+            decode(u32::try_from(PRESET_COUNT).unwrap(), 1)
+        });
+        assert_eq!(custom, -1.0);
+        assert_eq!(error_take(), "ENGINE_BUSY");
+        assert_eq!(get32(0), Table::Layouts as u32);
+        assert_eq!(error_take(), "", "taken once");
     }
 }
