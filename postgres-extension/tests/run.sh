@@ -539,6 +539,10 @@ kill -STOP "$lease_worker"
 # shellcheck disable=SC2086
 kill -CONT $coord_pids
 until_true coord "SELECT count(*) = 0 FROM clockflake_leases WHERE app = 'heal' AND expires_at > now()"
+# ... and worker id 0's marks are behind the clock, so that a newcomer prefers it (a worker id
+# whose record it can use at once, the lowest first).
+until_true coord "SELECT max(mark) < extract(epoch FROM now()) * 1000
+  FROM clockflake_leases, unnest(high_water_ms) AS mark WHERE app = 'heal' AND worker_id = 0"
 start second -c shared_preload_libraries=clockflake -c "clockflake.lease='$COORD&app=heal'"
 wait_leased second
 test "$(sql second -At -c "SELECT worker_id FROM clockflake.lease_status()")" = 0 \
