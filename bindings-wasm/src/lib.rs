@@ -120,8 +120,16 @@ fn get32(slot: usize) -> u32 {
 /// Keeps the refusal for [`error_take`] and returns the sentinel.
 #[cold]
 fn fail<T: From<i8>>(refusal: impl Into<Refusal>) -> T {
-    LAST_ERROR.with(|last| last.set(Some(refusal.into())));
+    keep(refusal.into());
     T::from(-1)
+}
+
+/// Keeps the refusal for [`error_take`]: [`fail`]'s one body for every type it is called with
+/// (the .wasm's size).
+#[cold]
+#[inline(never)]
+fn keep(refusal: Refusal) {
+    LAST_ERROR.with(|last| last.set(Some(refusal)));
 }
 
 /// Address of the 64-bit scratch words.
@@ -234,9 +242,16 @@ fn layout_at(handle: u32) -> Result<Layout, Refusal> {
     })
 }
 
-/// `run` on layout `handle`.
-fn on_layout<T>(handle: u32, run: impl FnOnce(Layout) -> Result<T, Error>) -> Result<T, Refusal> {
-    Ok(run(layout_at(handle)?)?)
+/// `run` on layout `handle`, or `None` with the refusal (the handle's, or `run`'s) kept for
+/// [`error_take`]: no `Result` of the engine's wider refusal to pass up (the .wasm's size).
+fn on_layout<T>(handle: u32, run: impl FnOnce(Layout) -> Result<T, Error>) -> Option<T> {
+    match layout_at(handle) {
+        Ok(layout) => run(layout).map_err(|error| keep(Refusal::Core(error))).ok(),
+        Err(refusal) => {
+            keep(refusal);
+            None
+        }
+    }
 }
 
 /// Number of presets.
@@ -377,10 +392,7 @@ fn put_parts(parts: &Parts) -> f64 {
 /// scratch32\[0..3\]; -1 if the id does not fit the layout.
 #[wasm_bindgen]
 pub fn decode(layout: u32, id: u64) -> f64 {
-    match on_layout(layout, |l| l.decode(id)) {
-        Ok(parts) => put_parts(&parts),
-        Err(error) => fail(error),
-    }
+    on_layout(layout, |l| l.decode(id)).map_or(-1.0, |parts| put_parts(&parts))
 }
 
 /// [`decode`] of an id of at most 19 decimal digits that JS split in two numbers: the leading
@@ -395,10 +407,8 @@ pub fn decode_split(layout: u32, high: f64, low: f64) -> f64 {
 /// [`decode`] of a decimal id, parsed by the core's strict rules.
 #[wasm_bindgen]
 pub fn decode_text(layout: u32, text: &str) -> f64 {
-    match on_layout(layout, |l| l.parse_id(text).and_then(|id| l.decode(id))) {
-        Ok(parts) => put_parts(&parts),
-        Err(error) => fail(error),
-    }
+    on_layout(layout, |l| l.parse_id(text).and_then(|id| l.decode(id)))
+        .map_or(-1.0, |parts| put_parts(&parts))
 }
 
 /// Encodes parts into an id, or -1. The wrapper passes non-negative safe integers only.
@@ -416,22 +426,16 @@ pub fn encode(
         worker_id: worker_id as u64,
         sequence: sequence as u64,
     };
-    match on_layout(layout, |l| l.encode(&parts)) {
-        Ok(id) => id as i64,
-        Err(error) => fail(error),
-    }
+    on_layout(layout, |l| l.encode(&parts)).map_or(-1, |id| id as i64)
 }
 
 /// The smallest id of a time window (returned) and the largest (scratch64\[0\]), or -1.
 #[wasm_bindgen]
 pub fn id_range(layout: u32, from_ms: f64, to_ms: f64) -> i64 {
-    match on_layout(layout, |l| l.id_range(from_ms as u64, to_ms as u64)) {
-        Ok((low, high)) => {
-            put64(0, high);
-            low as i64
-        }
-        Err(error) => fail(error),
-    }
+    on_layout(layout, |l| l.id_range(from_ms as u64, to_ms as u64)).map_or(-1, |(low, high)| {
+        put64(0, high);
+        low as i64
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -440,22 +444,24 @@ pub fn id_range(layout: u32, from_ms: f64, to_ms: f64) -> i64 {
 /// Values JS holds by handle.
 type Slots<T> = RefCell<Vec<Option<T>>>;
 
-/// Runs `run` on the value of slot `handle` of `table`; `missing` for a freed or unknown
-/// handle, `ENGINE_BUSY` for a table in use (which a single-threaded instance never sees).
+/// Runs `run` on the value of slot `handle` of `table`, or gives `None` with the refusal kept
+/// for [`error_take`]: `run`'s, `missing` for a freed or unknown handle, `ENGINE_BUSY` for a
+/// table in use (which a single-threaded instance never sees).
 fn slot_use<T, R>(
     slots: &'static LocalKey<Slots<T>>,
     table: Table,
     handle: u32,
     missing: Refusal,
     run: impl FnOnce(&T) -> Result<R, Error>,
-) -> Result<R, Refusal> {
-    slots.with(|all| match all.try_borrow() {
+) -> Option<R> {
+    let refusal = slots.with(|all| match all.try_borrow() {
         Ok(all) => match all.get(handle as usize) {
-            Some(Some(value)) => Ok(run(value)?),
+            Some(Some(value)) => run(value).map_err(Refusal::Core),
             _ => Err(missing),
         },
         Err(_) => Err(Refusal::Busy(table)),
-    })
+    });
+    refusal.map_err(keep).ok()
 }
 
 /// Stores `value` in the first free slot of `table` and returns its handle (-1 and
@@ -494,7 +500,7 @@ fn slot_free<T>(slots: &'static LocalKey<Slots<T>>, handle: u32) {
 fn with_generator<T: From<i8>>(handle: u32, run: impl FnOnce(&Generator) -> Result<T, Error>) -> T {
     // A handle with no generator is one that was freed: the JS API frees on close().
     let closed = Refusal::Core(Error::GeneratorClosed);
-    slot_use(&GENERATORS, Table::Generators, handle, closed, run).unwrap_or_else(fail)
+    slot_use(&GENERATORS, Table::Generators, handle, closed, run).unwrap_or_else(|| T::from(-1))
 }
 
 fn options(policy: &str, max_wait_ms: f64, max_drift_ms: f64) -> Result<Options, Error> {
@@ -536,10 +542,7 @@ pub fn gen_new(
         let options = options(policy, max_wait_ms, max_drift_ms)?;
         Generator::new(layout, worker_id as u64, options)
     });
-    match made {
-        Ok(generator) => register(generator),
-        Err(error) => fail(error),
-    }
+    made.map_or(-1, register)
 }
 
 /// A generator continued from a saved state record (core's `State::from_record`: the
@@ -572,10 +575,7 @@ pub fn gen_resume(
         )?;
         Generator::resume(layout, &state, options(policy, max_wait_ms, max_drift_ms)?)
     });
-    match made {
-        Ok(generator) => register(generator),
-        Err(error) => fail(error),
-    }
+    made.map_or(-1, register)
 }
 
 /// Frees a generator's slot.
@@ -691,10 +691,7 @@ const PUB_ENCODE_TEXT: u32 = 2;
 
 /// Runs `run` on codec `handle`. A freed or unknown handle (the wrapper frees codecs only at
 /// garbage collection, so it never passes one) is refused rather than served by another codec.
-fn try_codec<T>(
-    handle: u32,
-    run: impl FnOnce(&PublicIds) -> Result<T, Error>,
-) -> Result<T, Refusal> {
+fn try_codec<T>(handle: u32, run: impl FnOnce(&PublicIds) -> Result<T, Error>) -> Option<T> {
     let unknown = Refusal::UnknownHandle(Table::Codecs, handle);
     slot_use(&CODECS, Table::Codecs, handle, unknown, run)
 }
@@ -707,16 +704,16 @@ pub fn pub_new(base: i32, version: u32, legacy: bool) -> i32 {
     let key = scratch_bytes();
     let version = u8::try_from(version).unwrap_or(u8::MAX);
     let made = match (u32::try_from(base), legacy) {
-        (Err(_), false) => PublicIds::new(version, key).map_err(Refusal::Core),
-        (Err(_), true) => PublicIds::legacy(version, key).map_err(Refusal::Core),
+        (Err(_), false) => PublicIds::new(version, key)
+            .map_err(|e| keep(e.into()))
+            .ok(),
+        (Err(_), true) => PublicIds::legacy(version, key)
+            .map_err(|e| keep(e.into()))
+            .ok(),
         (Ok(base), false) => try_codec(base, |codec| codec.clone().with_old_key(version, key)),
         (Ok(base), true) => try_codec(base, |codec| codec.clone().with_legacy_key(version, key)),
     };
-    let codec = match made {
-        Ok(codec) => codec,
-        Err(error) => return fail(error),
-    };
-    slot_put(&CODECS, Table::Codecs, codec)
+    made.map_or(-1, |codec| slot_put(&CODECS, Table::Codecs, codec))
 }
 
 /// Frees a codec's slot.
@@ -745,19 +742,13 @@ pub fn pub_call(handle: u32, op: u32, value: u64) -> i64 {
             codec.decode_text(text)
         }
     });
-    match outcome {
-        Ok(result) => result as i64,
-        Err(error) => fail(error),
-    }
+    outcome.map_or(-1, |result| result as i64)
 }
 
 /// The id behind any other text (not 16 ASCII characters): core words the refusal.
 #[wasm_bindgen]
 pub fn pub_decode_text(handle: u32, text: &str) -> i64 {
-    match try_codec(handle, |codec| codec.decode_text(text)) {
-        Ok(id) => id as i64,
-        Err(error) => fail(error),
-    }
+    try_codec(handle, |codec| codec.decode_text(text)).map_or(-1, |id| id as i64)
 }
 
 #[cfg(test)]
