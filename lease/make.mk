@@ -135,8 +135,10 @@ DEBIAN_PACKAGES += etcd-server etcd-client protobuf-compiler
 # `MECHANISM=name make simulate` switches one mechanism off and searches until the simulation
 # finds the duplicate (or late id) it prevents; `BREAK=name make simulate` breaks one of DESIGN's
 # assumptions in every schedule (an unknown name lists the known ones; docs/DESIGN.md, "Safety
-# checked by machine", says what each found). `make simulate-long`: 2,000,000 schedules from a
-# seed of the clock (printed), figures in BENCHMARKS.md.
+# checked by machine", says what each found); `KEEP_GOING=1` counts failing schedules instead of
+# stopping at the first; `PROPOSED=marks-never-lowered` runs a fix no coordinator has yet.
+# `make simulate-long`: 2,000,000 schedules from a seed of the clock (printed), going on past
+# failures; figures in BENCHMARKS.md.
 SIMULATION := $(CARGO) test -q --release -p clockflake-lease --no-default-features --test simulation
 .PHONY: simulate simulate-long test-simulation
 
@@ -147,7 +149,7 @@ test-simulation: simulate
 
 simulate-long: setup-rust
 	base=$${BASE_SEED:-$$(date +%s)000000}; echo "BASE_SEED=$$base"; \
-	BASE_SEED=$$base SCHEDULES=$${SCHEDULES:-2000000} $(SIMULATION)
+	BASE_SEED=$$base SCHEDULES=$${SCHEDULES:-2000000} KEEP_GOING=$${KEEP_GOING:-1} $(SIMULATION)
 
 CHECK_TARGETS += test-simulation
 
