@@ -326,3 +326,35 @@ fn worker_ranges_are_kept_and_overlapping_ones_refused() {
         gen.close().unwrap();
     }
 }
+
+/// A record written behind the holder's back (a renewal of its own that reached the server
+/// late, a hand edit) is never written over: the holder's next write expects the revision of
+/// the record it wrote last, finds another, and the holder stops with `LEASE_LOST`.
+#[test]
+fn a_record_changed_behind_the_holder_is_kept_and_the_holder_stops() {
+    let Some((_serial, app, uri)) = ETCD.namespace(&SERIAL, "changed", "2s") else {
+        return;
+    };
+    let layout = single_worker();
+    let gen = std::sync::Arc::new(open(&uri, layout, LeaseOptions::default()).unwrap());
+    paced(50, || gen.next_id().unwrap());
+    let key = format!("/clockflake/{app}/state/0");
+    let planted = format!("{}\n", etcdctl(&["get", "--print-value-only", &key]));
+    etcdctl(&["put", &key, &planted]);
+    let stopped = within(Duration::from_secs(5), {
+        let gen = std::sync::Arc::clone(&gen);
+        move || loop {
+            match gen.next_id() {
+                Ok(_) => std::thread::sleep(Duration::from_millis(5)),
+                Err(error) => return error.code(),
+            }
+        }
+    });
+    let (code, _) = stopped.expect("the holder stopped within 5 s");
+    assert_eq!(code, "LEASE_LOST");
+    assert_eq!(
+        etcdctl(&["get", "--print-value-only", &key]),
+        planted.trim_end(),
+        "not written over"
+    );
+}

@@ -19,9 +19,11 @@
 //!
 //! Renewal: one `LeaseKeepAlive` round (a TTL of 0 back: the lease is gone, `LEASE_LOST`), then
 //! the record written in a transaction `if create_revision(workers/<w>) == REV and
-//! lease(workers/<w>) == LEASE then put state/<w>`: a holder whose lease expired (its key
-//! deleted, perhaps created again by a newcomer, with a later revision) cannot write
-//! (fencing). Release: the record written the same way, then the lease revoked (which deletes
+//! lease(workers/<w>) == LEASE and mod_revision(state/<w>) == the revision this holder last
+//! wrote then put state/<w>`: a holder whose lease expired (its key deleted, perhaps created
+//! again by a newcomer, with a later revision) cannot write (fencing), and a renewal that
+//! reaches the server after a newer one (sent again after a timeout) never lowers the stored
+//! marks. Release: the record written the same way, then the lease revoked (which deletes
 //! the worker key).
 //!
 //! The lease expires on the cluster's clock: the leader counts the TTL from when it received
@@ -76,6 +78,17 @@ struct Held {
     worker_id: u64,
     lease: i64,
     revision: i64,
+    /// The `mod_revision` of `state/<w>` as this holder last wrote (or, at the grant, read)
+    /// it: a record write expects it, so a renewal that reaches the server after a newer one
+    /// (sent again after a timeout) never lowers the stored marks.
+    state_revision: i64,
+}
+
+/// A worker key just created: its revision, the record as it was, and the record's revision.
+struct Taken {
+    revision: i64,
+    record: Record,
+    state_revision: i64,
 }
 
 /// Worker ids from keys bound to etcd leases ([`crate::open`] with `etcd://` or `etcds://`).
@@ -255,11 +268,7 @@ impl EtcdCoordinator {
 
     /// Tries to create `workers/<w>` bound to `lease`: the grant's revision and the record
     /// as it was, or `None` when someone holds it.
-    fn try_take(
-        &mut self,
-        worker_id: u64,
-        lease: i64,
-    ) -> Result<Option<(i64, Record)>, LeaseError> {
+    fn try_take(&mut self, worker_id: u64, lease: i64) -> Result<Option<Taken>, LeaseError> {
         let (worker, state) = (self.worker_key(worker_id), self.state_key(worker_id));
         let owner = self.owner.clone();
         let response = self.call("take a worker id", move |mut client| {
@@ -287,11 +296,20 @@ impl EtcdCoordinator {
         let responses = response.op_responses();
         if response.succeeded() {
             let revision = response.header().map_or(0, |header| header.revision());
-            let record = match responses.get(1) {
-                Some(TxnOpResponse::Get(get)) => get.kvs().first().map(|kv| kv.value().to_vec()),
+            let found = match responses.get(1) {
+                Some(TxnOpResponse::Get(get)) => get
+                    .kvs()
+                    .first()
+                    .map(|kv| (kv.value().to_vec(), kv.mod_revision())),
                 _ => None,
             };
-            return Ok(Some((revision, record)));
+            // No record yet: the transaction wrote the empty one, at its own revision.
+            let state_revision = found.as_ref().map_or(revision, |(_, at)| *at);
+            return Ok(Some(Taken {
+                revision,
+                record: found.map(|(value, _)| value),
+                state_revision,
+            }));
         }
         // Taken: by someone else, or by an earlier attempt of this very request that was
         // applied though its answer was lost (the key is bound to our lease).
@@ -311,28 +329,58 @@ impl EtcdCoordinator {
             let state = state.clone();
             async move { client.get(state, None).await }
         })?;
-        Ok(Some((
+        let found = record.kvs().first();
+        Ok(Some(Taken {
             revision,
-            record.kvs().first().map(|kv| kv.value().to_vec()),
-        )))
+            record: found.map(|kv| kv.value().to_vec()),
+            state_revision: found.map_or(0, |kv| kv.mod_revision()),
+        }))
     }
 
-    /// Writes `record` to `state/<w>` while `held` still holds the worker key.
-    fn write_fenced(&mut self, held: Held, record: String) -> Result<bool, LeaseError> {
+    /// Writes `record` to `state/<w>` while `held` still holds the worker key and the record
+    /// is the one it last wrote: the record's new revision, or `None` when either changed.
+    fn write_fenced(&mut self, held: Held, record: String) -> Result<Option<i64>, LeaseError> {
         let (worker, state) = (
             self.worker_key(held.worker_id),
             self.state_key(held.worker_id),
         );
+        let expected = record.clone();
         let response = self.call("store the state record", move |mut client| {
             let txn = Txn::new()
                 .when([
                     Compare::create_revision(worker.clone(), CompareOp::Equal, held.revision),
                     Compare::lease(worker.clone(), CompareOp::Equal, held.lease),
+                    Compare::mod_revision(state.clone(), CompareOp::Equal, held.state_revision),
                 ])
-                .and_then([TxnOp::put(state.clone(), record.clone(), None)]);
+                .and_then([TxnOp::put(state.clone(), record.clone(), None)])
+                .or_else([
+                    TxnOp::get(worker.clone(), None),
+                    TxnOp::get(state.clone(), None),
+                ]);
             async move { client.txn(txn).await }
         })?;
-        Ok(response.succeeded())
+        if response.succeeded() {
+            return Ok(Some(
+                response.header().map_or(0, |header| header.revision()),
+            ));
+        }
+        // Not written: the worker key is no longer ours, or the record changed since this
+        // holder wrote it. An earlier attempt of this very write, applied though its answer
+        // was lost, leaves the key ours and the record as sent: that one counts.
+        let responses = response.op_responses();
+        let ours = matches!(responses.first(), Some(TxnOpResponse::Get(get))
+        if get.kvs().first().is_some_and(|kv| {
+            kv.create_revision() == held.revision && kv.lease() == held.lease
+        }));
+        let as_sent = match responses.get(1) {
+            Some(TxnOpResponse::Get(get)) => get
+                .kvs()
+                .first()
+                .filter(|kv| kv.value() == expected.as_bytes())
+                .map(|kv| kv.mod_revision()),
+            _ => None,
+        };
+        Ok(as_sent.filter(|_| ours))
     }
 
     fn revoke(&mut self, lease: i64) -> Result<(), LeaseError> {
@@ -396,16 +444,17 @@ impl Coordinator for EtcdCoordinator {
         if !matches!(result, Ok(Some(_))) {
             let _ = self.revoke(lease);
         }
-        let (worker_id, revision, record) = match result? {
+        let (worker_id, taken) = match result? {
             Some(taken) => taken,
             None => return Err(exhausted(&self.redacted_uri, layout, self.workers.as_ref())),
         };
         self.held = Some(Held {
             worker_id,
             lease,
-            revision,
+            revision: taken.revision,
+            state_revision: taken.state_revision,
         });
-        match self.state_of(worker_id, record.as_deref()) {
+        match self.state_of(worker_id, taken.record.as_deref()) {
             Ok(state) => Ok(Grant {
                 worker_id,
                 state,
@@ -440,7 +489,10 @@ impl Coordinator for EtcdCoordinator {
             }
             Err(fault) => return Err(self.unavailable("keep the lease alive", fault)),
         }
-        if self.write_fenced(held, crate::record::encode(state))? {
+        if let Some(written) = self.write_fenced(held, crate::record::encode(state))? {
+            if let Some(held) = self.held.as_mut() {
+                held.state_revision = written;
+            }
             return Ok(());
         }
         self.held = None;
@@ -574,15 +626,15 @@ fn owner() -> String {
 
 impl EtcdCoordinator {
     /// The free worker ids tried in preference order, listed again (at most [`LISTINGS`]
-    /// times) when others took every one first: the worker id taken, its revision and its
-    /// record as read, or `None` when every worker id is held.
+    /// times) when others took every one first: the worker id taken and what its grant read,
+    /// or `None` when every worker id is held.
     fn take_one(
         &mut self,
         layout: &Layout,
         now_ms: u64,
         range: &std::ops::RangeInclusive<u64>,
         lease: i64,
-    ) -> Result<Option<(u64, i64, Record)>, LeaseError> {
+    ) -> Result<Option<(u64, Taken)>, LeaseError> {
         for _ in 0..LISTINGS {
             let (held, records) = self.list(layout.max_worker_id())?;
             check_ranges(
@@ -620,8 +672,8 @@ impl EtcdCoordinator {
                     random_below(equal.max(1))
                 };
                 let worker = candidates.remove(at);
-                if let Some((revision, record)) = self.try_take(worker, lease)? {
-                    return Ok(Some((worker, revision, record)));
+                if let Some(taken) = self.try_take(worker, lease)? {
+                    return Ok(Some((worker, taken)));
                 }
                 conflicts += 1;
             }
