@@ -48,6 +48,7 @@ BENCH_TARGETS += bench-zookeeper
 # started on loopback by scripts/redis.sh (a password, AOF with appendfsync always, a TLS port
 # signed by a throwaway CA) and always stopped again.
 #   make test-redis    lease/tests/redis.rs + lease/tests/redis_outage.rs + restart_storm's case
+#                      + late_renewal's Redis case
 #   make redis-start / redis-stop   a server to try things by hand (prints its URL)
 
 REDIS_SCRIPT := $(ROOT)/scripts/redis.sh
@@ -61,6 +62,7 @@ REDIS_RUN = export CLOCKFLAKE_REDIS_REQUIRED=1 CLOCKFLAKE_REDIS_DIR=$${TMPDIR:-/
 test-redis: setup-rust
 	$(REDIS_RUN); \
 	$(CARGO) test -p clockflake-lease --test redis --test redis_outage; \
+	$(CARGO) test -p clockflake-lease --test late_renewal redis; \
 	$(CARGO) test -p clockflake-lease --test restart_storm redis; \
 	$(CARGO) test -p clockflake-lease --test clock_skew redis
 

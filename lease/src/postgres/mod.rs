@@ -40,7 +40,7 @@ pub(crate) mod uri;
 use columns::marks_of;
 use session::{Failure, Statements};
 pub use sql::SCHEMA;
-use sql::{granted_marks, stale, TIMELINE};
+use sql::{granted_marks, stale, RAISED_MARKS, TIMELINE};
 use tls::PgTls;
 
 /// Worker ids from row leases in PostgreSQL.
@@ -446,11 +446,12 @@ impl Coordinator for PostgresCoordinator {
         // A lease granted before a promotion is not renewed: the old primary may have
         // acknowledged writes this server never saw (see `stale`).
         let stale = stale();
+        // Marks are never lowered (see `RAISED_MARKS`).
         let updated = self.with_client(|db, table| {
             db.execute(
                 &format!(
                     "UPDATE {table} SET expires_at = now() + $5::float8 * interval '1 second', \
-                         layout_fingerprint = $6, clock_seq = $7, high_water_ms = $8, \
+                         layout_fingerprint = $6, clock_seq = $7, high_water_ms = {RAISED_MARKS}, \
                          updated_at = now(), timeline = {TIMELINE} \
                      WHERE app = $1 AND worker_id = $2 AND owner = $3 AND epoch = $4 \
                        AND expires_at > now() AND NOT {stale}"

@@ -34,6 +34,22 @@ pub(super) const COLUMNS: [(&str, &str); 10] = [
     ("timeline", "bigint"),
 ];
 
+/// A renewal's marks (`$8`), each raised to at least the stored one (of the same layout,
+/// `$6`): a renewal is never allowed to lower a mark. The renewal thread gives up on a renewal
+/// that does not answer in time and sends the next on a new connection; the one given up on
+/// may still reach the server, and run, after the next one (the server frozen, or the packets
+/// late). Stored as sent, its lower marks would let a later holder of the worker id resume
+/// below ids issued under the newer reservation; raised, the stored marks only ever grow
+/// while the lease is held. (A release stores the exact marks, lower than the reservation:
+/// it is the holder's last write, and no renewal of its lease runs after it, the owner
+/// cleared.)
+pub(super) const RAISED_MARKS: &str = "CASE WHEN layout_fingerprint = $6 \
+        AND high_water_ms IS NOT NULL THEN ARRAY( \
+        SELECT GREATEST(sent, stored) \
+        FROM unnest($8::bigint[], high_water_ms) WITH ORDINALITY AS marks(sent, stored, n) \
+        ORDER BY n) \
+    ELSE $8 END";
+
 /// The server's WAL timeline: 1 on a new cluster, one more at every promotion of a replica.
 /// Every grant and renewal records it in the row; only a primary can say
 /// (`pg_current_wal_lsn` fails on a standby, which refuses writes anyway).

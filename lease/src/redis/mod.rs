@@ -69,6 +69,7 @@ local function take(id)
   if redis.call('EXISTS', lease) == 1 then return nil end
   local worker = prefix .. 'worker:' .. id
   local epoch = redis.call('HINCRBY', worker, 'epoch', 1)
+  redis.call('HDEL', worker, 'renewal')
   local state = redis.call('HGET', worker, 'state')
   if epoch == 1 and not state then
     redis.call('HSET', worker, 'state', '')
@@ -103,13 +104,22 @@ return out
 ";
 
 /// KEYS: the lease, the worker hash. ARGV: `EPOCH OWNER`, the epoch, the TTL in ms, the
-/// record. Extends the lease and stores the record while both still say the holder is us:
-/// 1, else 0.
+/// record, the renewal's number. Extends the lease and stores the record while both still say
+/// the holder is us: 1, else 0; nothing (2) for a renewal older than one already stored.
+///
+/// The number (one more for each renewal of a lease; the grant clears the stored one) keeps a
+/// late renewal from lowering the marks: the renewal thread gives up on a renewal that does
+/// not answer in time and sends the next on a new connection, and the one given up on may
+/// still reach the server, and run, after it (the server frozen, or its packets late). Stored
+/// as sent, its lower marks would let a later holder resume below ids issued under the newer
+/// reservation.
 const RENEW: &str = r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if redis.call('HGET', KEYS[2], 'epoch') ~= ARGV[2] then return 0 end
+local stored = tonumber(redis.call('HGET', KEYS[2], 'renewal') or '0')
+if tonumber(ARGV[5]) <= stored then return 2 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('HSET', KEYS[2], 'state', ARGV[4])
+redis.call('HSET', KEYS[2], 'state', ARGV[4], 'renewal', ARGV[5])
 return 1
 ";
 
@@ -140,6 +150,8 @@ pub struct RedisCoordinator {
     ttl: Duration,
     /// The worker id held, its epoch, and the lease key's value `EPOCH OWNER`.
     held: Option<(u64, i64, String)>,
+    /// The number of the last renewal sent under the lease held (see `RENEW`).
+    renewals: u64,
     /// The start-up clock check's bound (`max_skew`; `None`: off).
     max_skew: Option<Duration>,
     /// How the coordinator guards against a failover to a replica behind the primary.
@@ -245,6 +257,7 @@ impl RedisCoordinator {
             owner,
             ttl,
             held: None,
+            renewals: 0,
             max_skew: Some(crate::coordinator::DEFAULT_MAX_SKEW),
             replication: Replication::default(),
             replication_checked: false,
@@ -540,6 +553,7 @@ impl Coordinator for RedisCoordinator {
             return Err(exhausted(&self.redacted_uri, layout, self.workers.as_ref()));
         };
         self.held = Some((worker_id, epoch, format!("{epoch} {owner}")));
+        self.renewals = 0;
         if let Err(error) = self.await_replicas("grant") {
             let _ = self.release(None);
             return Err(error);
@@ -556,6 +570,8 @@ impl Coordinator for RedisCoordinator {
         let (lease, worker) = self.keys(worker_id);
         let (ttl_ms, record) = (self.ttl_ms(), crate::record::encode(state));
         self.check_primary()?;
+        self.renewals += 1;
+        let number = self.renewals;
         let renewed: i64 = self.with_connection(|connection| {
             ::redis::Script::new(RENEW)
                 .key(&lease)
@@ -564,6 +580,7 @@ impl Coordinator for RedisCoordinator {
                 .arg(epoch)
                 .arg(ttl_ms)
                 .arg(&record)
+                .arg(number)
                 .invoke(connection)
         })?;
         LeaseError::unless_renewed(renewed == 1, &mut self.held, worker_id, epoch)?;
