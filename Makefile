@@ -62,6 +62,12 @@ setup-rust:
 	  && rustup target list --installed | grep -qx wasm32-unknown-unknown \
 	  || rustup target add wasm32-unknown-unknown wasm32v1-none
 	@rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+	@# clockflake-lease's default features build etcd-client, whose build runs protoc on etcd's
+	@# .proto files, which import protobuf's own (libprotobuf-dev): the bindings, the server and the
+	@# extension all need both, make demo included.
+	@[ "$$(dpkg-query -W -f '$${Status}\n' protobuf-compiler libprotobuf-dev 2>/dev/null \
+	  | grep -c 'ok installed')" = 2 ] || (. $(ROOT)/scripts/lib.sh && apt_install \
+	  "protoc for etcd-client's build" --no-install-recommends protobuf-compiler libprotobuf-dev)
 
 demo-core: setup-rust
 	$(CARGO) run -q --release -p clockflake --example demo

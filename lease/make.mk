@@ -114,7 +114,8 @@ BENCH_TARGETS += bench-lease
 # three-member cluster of Debian's etcd-server on loopback (scripts/etcd-cluster.sh, always
 # stopped): pool exhaustion, records, fencing, paused holders, authentication, the leader
 # killed and a member frozen under live holders, a holder cut off past its TTL. etcd-client's
-# build compiles etcd's .proto files with protoc (protobuf-compiler).
+# build compiles etcd's .proto files with protoc (protobuf-compiler), which import protobuf's
+# own (libprotobuf-dev); setup-rust installs both for every build, make demo included.
 .PHONY: test-lease-etcd
 test-lease-etcd: setup-rust
 	$(CARGO) build -q -p clockflake-lease --tests --bins
@@ -125,7 +126,7 @@ test-lease-etcd: setup-rust
 	$(CARGO) test -p clockflake-lease --test etcd_cluster -- --test-threads 1
 
 TEST_TARGETS += test-lease-etcd
-DEBIAN_PACKAGES += etcd-server etcd-client protobuf-compiler
+DEBIAN_PACKAGES += etcd-server etcd-client protobuf-compiler libprotobuf-dev
 
 # The deterministic simulation of the lease protocol (lease/tests/simulation/, issues 23 and 36):
 # holders running the shipped decisions (clockflake_lease::holder's Holder, protocol, core's
