@@ -153,6 +153,8 @@ impl Run {
 pub struct Totals {
     schedules: u64,
     ids: u64,
+    /// Schedules with a duplicate or a late id within the assumptions (`KEEP_GOING=1`).
+    failed: u64,
     outside: u64,
     outside_with_duplicates: u64,
     kinds: HashMap<Kind, u64>,
@@ -163,6 +165,7 @@ impl Totals {
     pub fn add(&mut self, run: &Run) {
         self.schedules += 1;
         self.ids += run.ids;
+        self.failed += u64::from(run.failed());
         *self.kinds.entry(run.kind).or_default() += 1;
         if !run.outside.is_empty() {
             self.outside += 1;
@@ -184,9 +187,10 @@ impl fmt::Display for Totals {
         faults.sort();
         write!(
             f,
-            "{} ids, 0 duplicates within the assumptions; {} schedules outside them, {} of which \
-             repeated ids (as DESIGN says they may); schedules per coordinator:",
-            self.ids, self.outside, self.outside_with_duplicates
+            "{} ids, {} schedules with duplicates or late ids within the assumptions; {} schedules \
+             outside them, {} of which repeated ids (as DESIGN says they may); schedules per \
+             coordinator:",
+            self.ids, self.failed, self.outside, self.outside_with_duplicates
         )?;
         for (kind, count) in kinds {
             write!(f, " {kind:?} {count}")?;
