@@ -122,7 +122,7 @@ export interface OpenOptions {
  * A coordinator URI (every one the lease accepts; tests/coordinators.test.mjs keeps the list
  * true): `file:///DIR?app=NAME`, `postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s`,
  * `redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s`, `zookeeper://HOST:PORT,.../PATH?ttl=10s`,
- * `k8s:///DIR?app=NAME` (a StatefulSet pod's ordinal), `env:///DIR?app=NAME` (`CLOCKFLAKE_WORKER_ID`).
+ * `etcd://HOST:PORT,.../?app=NAME&ttl=10s` (`etcds://` for TLS), `k8s:///DIR?app=NAME` (a StatefulSet pod's ordinal), `env:///DIR?app=NAME` (`CLOCKFLAKE_WORKER_ID`).
  */
 export type CoordinatorUri = string;
 

@@ -95,9 +95,12 @@ export class Generator {
    * `postgres://user@db:5432/ids?app=orders&ttl=10s` (row leases),
    * `redis://db:6379/0?app=orders&ttl=10s` (key leases),
    * `zookeeper://zk1:2181,zk2:2181/snowflake/orders?ttl=10s` (ephemeral nodes),
+   * `etcd://etcd1:2379,etcd2:2379/?app=orders&ttl=10s` (keys bound to etcd leases),
    * `k8s:///var/lib/app/ids?app=orders` (a StatefulSet pod's ordinal),
    * `env:///var/lib/app/ids?app=orders` (`CLOCKFLAKE_WORKER_ID`).
-   * A background thread renews the lease; past its deadline every call throws `LEASE_LOST`.
+   * A background thread renews the lease; past its deadline the lease issues nothing more and
+   * is leased again in the background (`heal`, the default: calls throw the retryable
+   * `COORDINATOR_UNAVAILABLE` meanwhile), or with `heal: false` every call throws `LEASE_LOST`.
    * Call `close()` (or `await using`) to release the worker id. Each cluster worker and each
    * worker_thread opens its own.
    * @param {string} uri the coordinator

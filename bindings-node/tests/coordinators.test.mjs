@@ -27,8 +27,8 @@ test('every coordinator the lease accepts, and only those, is listed in the READ
   const dts = /\/\*\*(?:(?!\*\/)[\s\S])*\*\/\nexport type CoordinatorUri/.exec(read('../index.d.ts'))[0];
   const open = /\/\*\*(?:(?!\*\/)[\s\S])*\*\/\n {2}static async open\(/.exec(read('../js/generator.js'))[0];
   for (const [where, text] of [['README.md', readme], ['index.d.ts CoordinatorUri', dts], ['generator.js Generator.open', open]]) {
-    // `rediss://` is redis over TLS, not a coordinator of its own.
-    const named = [...schemesIn(text)].filter((scheme) => scheme !== 'rediss');
+    // `rediss://` and `etcds://` are redis and etcd over TLS, not coordinators of their own.
+    const named = [...schemesIn(text)].filter((scheme) => scheme !== 'rediss' && scheme !== 'etcds');
     assert.deepEqual(named.sort(), [...schemes].sort(), `${where} names ${named}`);
   }
 });

@@ -20,8 +20,10 @@ pub struct Config {
     /// Where the worker id is leased from: file:///DIR?app=NAME (one host),
     /// postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s (or postgresql://),
     /// redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s (or rediss:// for TLS),
-    /// zookeeper://HOST:PORT/snowflake/APP?ttl=10s, k8s:///DIR?app=NAME (a StatefulSet pod's
-    /// ordinal) or env:///DIR?app=NAME (CLOCKFLAKE_WORKER_ID). Prefer the environment variable
+    /// zookeeper://HOST:PORT/snowflake/APP?ttl=10s,
+    /// etcd://HOST:PORT[,HOST:PORT...]/?app=NAME&ttl=10s (or etcds:// for TLS),
+    /// k8s:///DIR?app=NAME (a StatefulSet pod's ordinal) or env:///DIR?app=NAME
+    /// (CLOCKFLAKE_WORKER_ID). Prefer the environment variable
     /// when the URI carries a password. Every scheme takes workers=LO-HI: lease only worker ids
     /// in that range (one range per region, each on its own coordinator).
     #[arg(long, env = "CLOCKFLAKE_LEASE", hide_env_values = true)]
@@ -346,8 +348,8 @@ mod tests {
     }
 
     /// `--help` for `--lease` names every scheme the lease crate accepts with the features this
-    /// crate builds it with (clockflake-lease's `uri::connect`: postgres, zookeeper, redis and
-    /// k8s, besides file and env).
+    /// crate builds it with (clockflake-lease's `uri::connect`: postgres, zookeeper, redis,
+    /// etcd and k8s, besides file and env).
     #[test]
     fn lease_help_names_every_scheme() {
         use clap::CommandFactory;
@@ -357,7 +359,7 @@ mod tests {
             .find(|argument| argument.get_id() == "lease")
             .expect("--lease");
         let help = lease.get_help().expect("help").to_string();
-        let schemes = "file postgres postgresql redis rediss zookeeper k8s env";
+        let schemes = "file postgres postgresql redis rediss zookeeper etcd etcds k8s env";
         for scheme in schemes.split(' ') {
             let uri = format!("{scheme}://");
             assert!(help.contains(&uri), "{uri} not in: {help}");
