@@ -283,6 +283,13 @@ impl HealingGenerator {
             return Err(self.healing.refusal());
         };
         match call(gen) {
+            // In a copy of the process (a fork, a restored snapshot) the lease is the original's:
+            // a copy never heals it, and refuses as every lease made before the copy does. (Its
+            // renewal thread, if it still runs, may have found the lease stopped and called it
+            // lost; the hook is not called in a copy.)
+            Err(LeaseError::LeaseLost { .. }) if gen.is_copy() => {
+                Err(LeaseError::Core(clockflake::Error::WorkerIdInvalidated))
+            }
             Err(LeaseError::LeaseLost { .. }) => {
                 drop(current);
                 Err(self.healing.refusal())
@@ -332,9 +339,19 @@ impl HealingGenerator {
     }
 
     /// [`HealingGenerator::worker_id`], or while no lease is held the retryable refusal of
-    /// [`HealingGenerator::next_id`] (`GENERATOR_CLOSED` once closed).
+    /// [`HealingGenerator::next_id`] (`GENERATOR_CLOSED` once closed). In a copy of the
+    /// process (a fork, a restored snapshot), the worker id of the original's lease.
     pub fn held_worker_id(&self) -> Result<u64, LeaseError> {
-        self.worker_id().ok_or_else(|| self.healing.refusal())
+        if let Some(worker_id) = self.worker_id() {
+            return Ok(worker_id);
+        }
+        // In a copy of the process, the worker id of the original's lease, as a lease made
+        // before a fork tells it.
+        let current = self.healing.read();
+        match current.as_ref().filter(|gen| gen.is_copy()) {
+            Some(gen) => Ok(gen.worker_id()),
+            None => Err(self.healing.refusal()),
+        }
     }
 
     /// Whether ids can be issued now (a lease held and active).

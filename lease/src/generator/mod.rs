@@ -595,6 +595,12 @@ impl LeasedGenerator {
         self.shared.gen.state()
     }
 
+    /// Whether this process is a copy of the one that made the generator (a fork, or a restore
+    /// announced with `fork::restored`): then every call refuses with `WORKER_ID_INVALIDATED`.
+    pub(crate) fn is_copy(&self) -> bool {
+        self.shared.is_forked()
+    }
+
     /// Marks the generator as belonging to the parent after a `fork()`: every call in this
     /// process refuses with `WORKER_ID_INVALIDATED`, and dropping it neither releases nor
     /// touches the parent's lease. Call it from an at-fork hook in the child (the Python
