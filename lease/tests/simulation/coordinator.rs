@@ -82,6 +82,9 @@ struct Row {
     /// Real ms of the last write to this row (a writable Redis replica's own writes are shadowed
     /// by later ones replicated from its primary).
     written_ms: u64,
+    /// `Redis`, `Etcd`: the number of the renewal stored last under the current grant (Redis's
+    /// `renewal` field; etcd's record revision its holder expects).
+    last_request: u64,
 }
 
 impl Row {
@@ -93,6 +96,7 @@ impl Row {
         lock_file: None,
         epoch: 0,
         written_ms: 0,
+        last_request: 0,
     };
 }
 
@@ -416,6 +420,7 @@ impl Coordinator {
         row.state = state;
         row.timeline = timeline;
         row.written_ms = real_ms;
+        row.last_request = 0;
         match self.kind {
             Kind::Files => row.lock_file = token,
             Kind::Redis => row.epoch += 1,
@@ -591,6 +596,7 @@ impl Coordinator {
                 row.epoch = revision;
                 row.expires_ms = server_ms + ttl_ms;
                 row.written_ms = real_ms;
+                row.last_request = 0;
                 let state = row.state;
                 self.wrote(real_ms);
                 return Applied::now(Answer::Granted {
@@ -682,16 +688,28 @@ impl Coordinator {
                 .iter_mut()
                 .find(|node| node.worker == claim.worker && node.identity == claim.identity)
             {
-                if claim.request < node.last_request {
+                if mechanisms.marks_never_lowered && claim.request < node.last_request {
                     return Applied::failed(0); // BadVersion: a newer renewal was written
                 }
                 node.last_request = claim.request;
                 node.state = Some(state);
             }
         }
+        let kind = self.kind;
         let row = &mut self.store.rows[claim.worker as usize];
+        if kind == Kind::Redis && mechanisms.marks_never_lowered {
+            // RENEW stores nothing for a renewal older than the one stored.
+            if claim.request < row.last_request {
+                return Applied::now(Answer::Lost);
+            }
+            row.last_request = claim.request;
+        }
         row.expires_ms = server_ms + ttl_ms;
-        row.state = Some(raised(row.state, state, mechanisms));
+        row.state = Some(if kind == Kind::Rows {
+            raised(row.state, state, mechanisms)
+        } else {
+            state
+        });
         row.timeline = timeline;
         row.written_ms = real_ms;
         self.wrote(real_ms);
@@ -745,7 +763,14 @@ impl Coordinator {
             return Applied::now(Answer::Lost);
         }
         let row = &mut self.store.rows[claim.worker as usize];
-        row.state = Some(raised(row.state, state, mechanisms));
+        if mechanisms.marks_never_lowered {
+            // The write expects the record's revision its holder last wrote.
+            if claim.request < row.last_request {
+                return Applied::now(Answer::Lost);
+            }
+            row.last_request = claim.request;
+        }
+        row.state = Some(state);
         row.written_ms = real_ms;
         self.wrote(real_ms);
         Applied::now(Answer::Renewed)
@@ -1072,9 +1097,9 @@ impl Coordinator {
     }
 }
 
-/// The record a renewal stores: `state` as sent, or (`marks_never_lowered`, a proposed mechanism
-/// no coordinator has yet) with every mark at least the stored one's, so that a renewal applied
-/// after a newer one cannot lower the marks.
+/// The record a PostgreSQL renewal stores: `state` with every mark at least the stored one's
+/// (`marks_never_lowered`, `RAISED_MARKS`), so that a renewal applied after a newer one cannot
+/// lower the marks; as sent without that mechanism.
 fn raised(stored: Option<State>, mut state: State, mechanisms: &Mechanisms) -> State {
     if let (true, Some(stored)) = (mechanisms.marks_never_lowered, stored) {
         if stored.layout_fingerprint == state.layout_fingerprint {
