@@ -137,7 +137,7 @@ DEBIAN_PACKAGES += etcd-server etcd-client protobuf-compiler libprotobuf-dev
 # finds the duplicate (or late id) it prevents; `BREAK=name make simulate` breaks one of DESIGN's
 # assumptions in every schedule (an unknown name lists the known ones; docs/DESIGN.md, "Safety
 # checked by machine", says what each found); `KEEP_GOING=1` counts failing schedules instead of
-# stopping at the first; `PROPOSED=marks-never-lowered` runs a fix no coordinator has yet.
+# stopping at the first.
 # `make simulate-long`: 2,000,000 schedules from a seed of the clock (printed), going on past
 # failures; figures in BENCHMARKS.md.
 SIMULATION := $(CARGO) test -q --release -p clockflake-lease --no-default-features --test simulation
