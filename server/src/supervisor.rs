@@ -148,7 +148,10 @@ impl Supervisor {
             }
         };
         if refusal.status == StatusCode::SERVICE_UNAVAILABLE && refusal.retry_at_ms.is_none() {
-            refusal.retry_at_ms = next_attempt;
+            // An attempt under way (its time passed): retry after the shortest back-off.
+            let soonest = clockflake_lease::wall_ms()
+                .saturating_add(u64::try_from(FIRST_BACKOFF.as_millis()).unwrap_or(u64::MAX));
+            refusal.retry_at_ms = Some(next_attempt.map_or(soonest, |at| at.max(soonest)));
         }
         Err(refusal)
     }
@@ -283,8 +286,10 @@ impl Supervisor {
                 Ok(Err(error)) => {
                     Telemetry::open_failure(error.code());
                     tracing::warn!(code = error.code(), %error, ?backoff, "leasing failed; retrying");
-                    *lock(&self.last_error) = Some(error);
+                    // The next attempt first: a request that sees this error then sees when
+                    // to retry (an error without `retryAtMs` failed a test, 1 run in a few).
                     self.schedule(backoff);
+                    *lock(&self.last_error) = Some(error);
                     tokio::select! {
                         () = tokio::time::sleep(backoff) => {}
                         () = self.wake.notified() => {}
