@@ -41,9 +41,10 @@ export PATH="$VENV/bin:$PATH" VIRTUAL_ENV=$VENV
 # Issue 13 asks for at most 1 MB. With every coordinator compiled in (the lease crate's default
 # features) the x86_64 wheel is 2.17 MB at the release profile (opt-level 3; 1.74 MB at "z"); the
 # wheel with file://, env:// and k8s:// only is 0.52 MB, + zookeeper 0.95, + redis 1.32,
-# + postgres 1.59 (rustls and ring weigh most). Until the coordinators' place is decided, this
-# ceiling only catches a regression (symbols left in, a duplicated dependency).
-MAX_WHEEL_BYTES=$((2560 * 1024))
+# + postgres 1.59 (rustls and ring weigh most); + etcd (tonic, prost, hyper) 2.96 MB. Until the
+# coordinators' place is decided, this ceiling only catches a regression (symbols left in, a
+# duplicated dependency).
+MAX_WHEEL_BYTES=$((3072 * 1024))
 
 ALL_TARGETS=(
   x86_64-unknown-linux-gnu
