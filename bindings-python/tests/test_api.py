@@ -630,3 +630,65 @@ def test_fork_invalidates_generators_in_the_child() -> None:
     assert os.WEXITSTATUS(status) == 0
     assert report == REFUSED_IN_CHILD
     assert gen.next_id() > parent_id  # the parent goes on
+
+
+def refusal_codes(gen: Generator) -> dict[str, Any]:
+    """The code each call of `gen` raises ("no error" if it returns), with `stats()["state"]`
+    and `is_active`."""
+    report: dict[str, Any] = {}
+    calls: dict[str, Callable[[], object]] = {
+        "next_id": gen.next_id,
+        "next_ids": lambda: gen.next_ids(3),
+        "next_id_at": lambda: gen.next_id_at(T),
+        "state": gen.state,
+    }
+    for name, call in calls.items():
+        try:
+            call()
+            report[name] = "no error"
+        except ClockflakeError as error:
+            report[name] = error.code
+    report["stats"] = gen.stats()["state"]
+    report["is_active"] = gen.is_active
+    return report
+
+
+CALLS = ["next_id", "next_ids", "next_id_at", "state"]
+CLOSED_REPORT = dict.fromkeys(CALLS, "GENERATOR_CLOSED") | {"stats": "closed", "is_active": False}
+FORKED_REPORT = dict.fromkeys(CALLS, "WORKER_ID_INVALIDATED") | {
+    "stats": "forked",
+    "is_active": False,
+}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_closed_generator_is_closed_in_a_forked_child_too() -> None:
+    # Closed wins over forked: in the child, the generator the parent closed raises
+    # GeneratorClosedError, the one it left open WorkerIdInvalidatedError.
+    closed, still_open = Generator(worker_id=1), Generator(worker_id=2)
+    closed.next_id()
+    closed.close()
+    assert refusal_codes(closed) == CLOSED_REPORT
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report, never return into pytest
+        try:
+            report = {"closed": refusal_codes(closed), "open": refusal_codes(still_open)}
+            still_open.close()  # a close in the child closes the child's copy only
+            report["open then closed"] = refusal_codes(still_open)
+            os.write(write_end, json.dumps(report).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        report = json.loads(pipe.read() or "{}")
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert report == {
+        "closed": CLOSED_REPORT,
+        "open": FORKED_REPORT,
+        "open then closed": CLOSED_REPORT,
+    }
+    assert refusal_codes(closed) == CLOSED_REPORT
+    assert still_open.next_id() > 0 and still_open.is_active
+    assert still_open.stats()["state"] == "active"
