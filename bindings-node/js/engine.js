@@ -19,6 +19,7 @@ import {
   gen_options as wasm_gen_options,
   gen_resume as wasm_gen_resume,
   gen_state as wasm_gen_state,
+  guess_preset as wasm_guess_preset,
   id_buffer_len as wasm_id_buffer_len,
   id_buffer_ptr as wasm_id_buffer_ptr,
   id_range as wasm_id_range,
@@ -26,6 +27,7 @@ import {
   layout_by_name as wasm_layout_by_name,
   layout_custom as wasm_layout_custom,
   layout_info as wasm_layout_info,
+  layout_plausible as wasm_layout_plausible,
   layout_suggest as wasm_layout_suggest,
   preset_count as wasm_preset_count,
   preset_name as wasm_preset_name,
@@ -147,6 +149,24 @@ export function layoutInfo(handle, names) {
     shifts,
     widths,
   };
+}
+
+/** Core's `Layout::is_plausible` (the wrapper passes an id in 0..2^64 and safe integers). */
+export function isPlausible(handle, id, nowMs, marginMs) {
+  const answer = wasm_layout_plausible(handle, id, nowMs, marginMs);
+  if (answer < 0) throw takeError();
+  return answer === 1;
+}
+
+/**
+ * Core's `Layout::guess_preset`: [preset index, timestampMs, clockSeq, workerId, sequence] of
+ * the preset with the latest plausible time, or null when none fits.
+ */
+export function guessPreset(id, nowMs, marginMs) {
+  const index = wasm_guess_preset(id, nowMs, marginMs);
+  if (index < 0) return null;
+  fresh();
+  return [index, f64[0], u32[0], u32[1], u32[2]];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // Ids: decoding (plain JavaScript on the layout's shifts), encoding and time ranges (the core,
-// on the wasm engine), choosing and checking layouts, and JSON with bigints.
+// on the wasm engine), choosing and checking layouts (core's suggest.rs, on the wasm engine),
+// and JSON with bigints.
 import * as engine from './engine.js';
 import { DEFAULT, PRESETS, PRESET_NAMES, describeLayout, layoutRecord } from './layouts.js';
 import { Parts } from './parts.js';
@@ -69,17 +70,14 @@ export function suggestLayout(workers, peakIdsPerSec, lifetimeYears) {
 }
 
 /**
- * The id as `decode` reads it under a record, or null when it is no id of that layout (too
- * wide). Refuses what is no id at all (a number, junk text, a negative) with decode's errors.
+ * The id as a bigint in 0..2^64 for core's rules, which take any u64 (one too wide for a layout
+ * is not plausible under it). Refuses what is no id at all (a number, junk text, a negative, a
+ * bigint of more than 64 bits) with decode's errors; text is read by core's text rules.
  */
-function decodedOrNull(id, record) {
-  let value = id;
-  if (typeof id === 'string') {
-    decode(id); // core's text rules and INVALID_ID (the default layout takes every id below 2^63)
-    value = BigInt(id);
-  }
-  if (typeof value === 'bigint' && value > record.maxId && value < 1n << 64n) return null;
-  return decode(value, record.info);
+function plainId(id) {
+  if (typeof id === 'bigint' && id >= 0n && id < 1n << 64n) return id;
+  decode(id); // core's INVALID_ID, or the TypeError of a number (the default layout takes every id below 2^63)
+  return BigInt(id);
 }
 
 function checkOptions(options, allowed) {
@@ -89,18 +87,17 @@ function checkOptions(options, allowed) {
   return options;
 }
 
-/** now + margin, the latest plausible time (core's `Layout::is_plausible` rule, in JavaScript as decode is). */
-function latestPlausibleMs(options) {
+/** [nowMs, marginMs] of the options: now by `Date.now()` (core reads no clock), a day of margin by default. */
+function plausibleWindow(options) {
   const nowMs = options.nowMs === undefined ? Date.now() : integer(options.nowMs, 'nowMs', 'INVALID_ARG_VALUE');
   const marginMs = options.marginMs === undefined ? DEFAULT_MARGIN_MS : integer(options.marginMs, 'marginMs', 'INVALID_ARG_VALUE');
-  return nowMs + marginMs;
+  return [nowMs, marginMs];
 }
 
 /**
  * Whether `id` could have been issued under a layout by now: it decodes and its time is not after
  * now + `marginMs` (default a day). `isPlausible(id)`, `isPlausible(id, 'twitter')` or
- * `isPlausible(id, { layout, nowMs, marginMs })`. Core's `Layout::is_plausible`, computed here on
- * the decoded time (decoding is plain JavaScript).
+ * `isPlausible(id, { layout, nowMs, marginMs })`. Core's `Layout::is_plausible`, on the wasm engine.
  */
 export function isPlausible(id, layoutOrOptions) {
   const options =
@@ -108,25 +105,20 @@ export function isPlausible(id, layoutOrOptions) {
       ? { layout: layoutOrOptions }
       : checkOptions(layoutOrOptions, ['layout', 'nowMs', 'marginMs']);
   const record = options.layout === undefined ? DEFAULT : layoutRecord(options.layout);
-  const latest = latestPlausibleMs(options);
-  const parts = decodedOrNull(id, record);
-  return parts !== null && parts.timestampMs <= latest;
+  const [nowMs, marginMs] = plausibleWindow(options);
+  return engine.isPlausible(record.handle, plainId(id), nowMs, marginMs);
 }
 
 /**
  * The preset under which `id` has a plausible time (the latest such time when several do), as
- * `{ name, parts }`, or `null` (core's `Layout::guess_preset`).
+ * `{ name, parts }`, or `null`: core's `Layout::guess_preset`, on the wasm engine.
  */
 export function guessLayout(id, options) {
-  const latest = latestPlausibleMs(checkOptions(options, ['nowMs', 'marginMs']));
-  let best = null;
-  for (const name of PRESET_NAMES) {
-    const parts = decodedOrNull(id, PRESETS.get(name));
-    if (parts !== null && parts.timestampMs <= latest && (best === null || parts.timestampMs > best.parts.timestampMs)) {
-      best = { name, parts };
-    }
-  }
-  return best;
+  const [nowMs, marginMs] = plausibleWindow(checkOptions(options, ['nowMs', 'marginMs']));
+  const guess = engine.guessPreset(plainId(id), nowMs, marginMs);
+  if (guess === null) return null;
+  const [index, timestampMs, clockSeq, workerId, sequence] = guess;
+  return { name: PRESET_NAMES[index], parts: new Parts(timestampMs, clockSeq, workerId, sequence) };
 }
 
 // ---------------------------------------------------------------------------------------------

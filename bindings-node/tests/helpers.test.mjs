@@ -67,6 +67,28 @@ test('guessLayout: names the preset with the latest plausible time', () => {
   gen.closeSync();
 });
 
+test("isPlausible and guessLayout (core's, on the wasm engine) follow core's rule: it decodes and its time is at most now + margin; the preset with the latest such time", () => {
+  const ids = [0n, 1n, 2125537250721665024n, 1n << 52n, (1n << 53n) - 1n, 1n << 53n, (1n << 62n) + 12345n, (1n << 63n) - 1n, 1n << 63n, (1n << 64n) - 1n];
+  for (const preset of Object.values(layouts)) ids.push(encode({ timestampMs: preset.epochMs + 1000 * preset.unitMs, workerId: 1 }, preset.name));
+  let compared = 0;
+  for (const id of ids) {
+    for (const nowMs of [0, 1_500_000_000_000, 1_795_700_000_000, 3_000_000_000_000]) {
+      for (const marginMs of [0, 86_400_000, 2 ** 53 - 1]) {
+        let best = null;
+        for (const name of Object.keys(layouts)) {
+          const parts = id <= layouts[name].maxId ? decode(id, name) : null;
+          const expected = parts !== null && parts.timestampMs <= nowMs + marginMs;
+          assert.equal(isPlausible(id, { layout: name, nowMs, marginMs }), expected, `${id} ${name} ${nowMs} ${marginMs}`);
+          if (expected && (best === null || parts.timestampMs > best.parts.timestampMs)) best = { name, parts };
+          compared++;
+        }
+        assert.deepEqual(guessLayout(id, { nowMs, marginMs }), best, `${id} ${nowMs} ${marginMs}`);
+      }
+    }
+  }
+  assert.ok(compared > 1000);
+});
+
 test('decode, encode and idRange take the layout as an option too', () => {
   assert.deepEqual(decode(TWITTER_ID, { layout: 'twitter' }), decode(TWITTER_ID, 'twitter'));
   assert.deepEqual(decode(TWITTER_ID, { layout: layouts.twitter }), decode(TWITTER_ID, 'twitter'));

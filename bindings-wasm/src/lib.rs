@@ -377,6 +377,32 @@ pub fn layout_info(handle: u32) -> i32 {
     count
 }
 
+/// Core's `Layout::is_plausible`: 1 if `id` could have been issued under layout `layout` by
+/// `now_ms` (it decodes, and its time is at most `now_ms + margin_ms`), 0 if not, -1 for a
+/// handle that names no layout. The wrapper passes safe integers.
+#[wasm_bindgen]
+pub fn layout_plausible(layout: u32, id: u64, now_ms: f64, margin_ms: f64) -> i32 {
+    match layout_at(layout) {
+        Ok(layout) => i32::from(layout.is_plausible(id, now_ms as u64, margin_ms as u64)),
+        Err(refusal) => fail(refusal),
+    }
+}
+
+/// Core's `Layout::guess_preset`: the index of the preset under which `id` has the latest
+/// plausible time, with the id decoded under it (its `timestamp_ms` at scratch64\[0\] as f64,
+/// the other parts at scratch32\[0..3\]), or -1 when no preset fits (not a refusal).
+#[wasm_bindgen]
+pub fn guess_preset(id: u64, now_ms: f64, margin_ms: f64) -> i32 {
+    let Some((name, parts)) = Layout::guess_preset(id, now_ms as u64, margin_ms as u64) else {
+        return -1;
+    };
+    putf(0, put_parts(&parts));
+    Layout::PRESETS
+        .iter()
+        .position(|(preset, _)| *preset == name)
+        .map_or(-1, |i| i as i32)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ids.
 
@@ -755,6 +781,34 @@ pub fn pub_decode_text(handle: u32, text: &str) -> i64 {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
+
+    #[test]
+    fn plausibility_and_the_guess_are_cores() {
+        let twitter_id = 2_125_537_250_721_665_024; // core's doc example, made 2026-11-25
+        let now = 1_795_700_000_000.0;
+        let day = 86_400_000.0;
+        let twitter = u32::try_from(layout_by_name("twitter")).unwrap();
+        assert_eq!(layout_plausible(twitter, twitter_id, now, day), 1);
+        assert_eq!(
+            layout_plausible(0, twitter_id, now, day),
+            0,
+            "the default reads 2040"
+        );
+        assert_eq!(layout_plausible(0, u64::MAX, now, day), 0);
+        assert_eq!(layout_plausible(9_999, twitter_id, now, day), -1);
+        assert_eq!(error_take(), "UNKNOWN_LAYOUT");
+        let index = guess_preset(twitter_id, now, day);
+        assert_eq!(
+            Layout::PRESETS[usize::try_from(index).unwrap()].0,
+            "twitter"
+        );
+        let parts = Layout::TWITTER.decode(twitter_id).unwrap();
+        assert_eq!(getf(0), parts.timestamp_ms as f64);
+        assert_eq!(get32(1), parts.worker_id as u32);
+        assert_eq!(get32(2), parts.sequence as u32);
+        assert_eq!(guess_preset(twitter_id, 0.0, 0.0), -1);
+        assert_eq!(error_take(), "", "no fit is no refusal");
+    }
 
     /// A table in use refuses with the engine's own code, never one of core's (a generator
     /// table in use once answered `WORKER_ID_INVALIDATED`, a codec table `UNKNOWN_KEY_VERSION`).
