@@ -7,11 +7,11 @@
 //   lib/decode.mjs, lib/decode.cjs   `clockflake/decode`: decoding only, plain JavaScript
 // The wasm engine (wasm/: bindings-wasm's build, copied in by `make build-js`) is inlined as
 // bytes and instantiated synchronously: no .wasm file to locate, no bundler configuration, no
-// `await init()`.
+// `await init()`. Core's tables (wasm/core.js, which `make build-js` has core write: message
+// templates, presets, names) are bundled like any module.
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { deflateRawSync } from 'node:zlib';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -89,17 +89,7 @@ await build({
 });
 copyFileSync(WASM, join(lib, 'clockflake.wasm'));
 
-// The decode-only entry carries the preset layouts as the core describes them.
-const { layouts } = createRequire(import.meta.url)(join(lib, 'index.cjs'));
-const presets = Object.values(layouts).map((info) => ({ ...info, maxId: String(info.maxId), fingerprint: String(info.fingerprint) }));
+// The decode-only entry: plain JavaScript, with the preset layouts of core's tables (wasm/core.js).
 for (const [format, file] of [['esm', 'decode.mjs'], ['cjs', 'decode.cjs']]) {
-  await build({
-    ...common,
-    entryPoints: [join(here, 'js/decode.js')],
-    outfile: join(lib, file),
-    format,
-    platform: 'neutral',
-    target: 'es2020',
-    define: { PRESETS: JSON.stringify(presets) },
-  });
+  await build({ ...common, entryPoints: [join(here, 'js/decode.js')], outfile: join(lib, file), format, platform: 'neutral', target: 'es2020' });
 }

@@ -41,9 +41,14 @@ build-node: setup-node setup-rust build-js
 # The engine the package ships is its own: the glue and .wasm of `make build-wasm` are copied into
 # bindings-node/wasm/ (git-ignored), which js/engine.js imports and build.mjs inlines; nothing of
 # the package reads bindings-wasm/pkg/ (the wasm crate's own build output, for its tests and page).
+# Beside it, wasm/core.js: core's tables for the JavaScript (message templates from core's own
+# Display, the preset layouts, field and policy names), written by core itself
+# (bindings-wasm/examples/core_tables.rs, a host build in the profile test-wasm's examples use).
 build-js: setup-node build-wasm
 	rm -rf $(NODE_DIR)/wasm && mkdir -p $(NODE_DIR)/wasm
 	cp $(WASM_DIR)/pkg/web/clockflake_wasm.js $(WASM_DIR)/pkg/web/clockflake_wasm_bg.wasm $(NODE_DIR)/wasm/
+	$(CARGO) run -q -p clockflake-wasm --example core_tables > $(NODE_DIR)/wasm/core.js.tmp
+	mv $(NODE_DIR)/wasm/core.js.tmp $(NODE_DIR)/wasm/core.js
 	cd $(NODE_DIR) && node build.mjs
 
 lint-node: setup-rust

@@ -1,24 +1,21 @@
 // `clockflake/decode`: decoding only, in plain JavaScript (no wasm, no native addon), for pages
 // that read ids and make none. The same `decode` as the full package, with the same codes and
-// messages (core's, rebuilt by messages.js); the preset layouts come from the core at build
-// time. A custom layout is given as a `describeLayout()` result of the full package.
+// messages (core's, rebuilt by messages.js); the preset layouts are core's, written at build
+// time (wasm/core.js). A custom layout is given as a `describeLayout()` result of the full package.
+import { DEFAULT_PRESET, FIELD_NAMES, PRESETS } from '../wasm/core.js';
 import { UNKNOWN_LAYOUT_MESSAGE, invalidIdMessage } from './messages.js';
 import { ClockflakeError, coded, typeError } from './errors.js';
 import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';
 
 export { ClockflakeError };
 
-const FIELDS = ['timestamp', 'clock_seq', 'worker', 'sequence'];
 const TWO_63 = 1n << 63n;
 const TWO_64 = 1n << 64n;
 
 /** Every preset layout by name, as the full package's `layouts` describes it. */
 export const layouts = Object.freeze(
   Object.fromEntries(
-    // PRESETS: defined at build time from the core (build.mjs).
-    PRESETS.map((info) =>
-      [info.name, Object.freeze({ ...info, fields: Object.freeze(info.fields.map((f) => Object.freeze({ ...f }))), maxId: BigInt(info.maxId), fingerprint: BigInt(info.fingerprint) })],
-    ),
+    PRESETS.map((info) => [info.name, Object.freeze({ ...info, fields: Object.freeze(info.fields.map((f) => Object.freeze({ ...f }))) })]),
   ),
 );
 
@@ -31,7 +28,7 @@ function decoderOf(info) {
     const widths = [0, 0, 0, 0];
     let shift = 0;
     for (let i = info.fields.length - 1; i >= 0; i--) {
-      const at = FIELDS.indexOf(info.fields[i].name);
+      const at = FIELD_NAMES.indexOf(info.fields[i].name);
       shifts[at] = shift;
       widths[at] = info.fields[i].bits;
       shift += info.fields[i].bits;
@@ -59,12 +56,12 @@ function parseId(text) {
 
 /** Splits an id (bigint, or decimal string) into `{ timestampMs, date, clockSeq, workerId, sequence }`. */
 export function decode(id, layoutOrOptions) {
-  let layout = layoutOrOptions === undefined ? 'clockseq' : layoutOrOptions;
+  let layout = layoutOrOptions === undefined ? DEFAULT_PRESET : layoutOrOptions;
   // `decode(id, { layout })`, as the full package takes it: a layout object has `fields`.
   if (layout !== null && typeof layout === 'object' && !Array.isArray(layout) && Object.hasOwn(layout, 'layout') && !Array.isArray(layout.fields)) {
     const extra = Object.keys(layout).find((key) => key !== 'layout');
     if (extra !== undefined) throw coded(TypeError, 'UNKNOWN_OPTION', `unknown option: options has no option ${JSON.stringify(extra)}: expected one of layout`);
-    layout = layout.layout === undefined ? 'clockseq' : layout.layout;
+    layout = layout.layout === undefined ? DEFAULT_PRESET : layout.layout;
   }
   let info;
   if (typeof layout === 'string') {

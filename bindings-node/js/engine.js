@@ -40,13 +40,12 @@ import {
   wasm_memory as wasm_wasm_memory,
   wait_step as wasm_wait_step,
 } from '../wasm/clockflake_wasm.js';
+import { FIELD_NAMES, POLICY_NAMES } from '../wasm/core.js';
 import { formatMessage } from './messages.js';
 import { ClockflakeError } from './errors.js';
 
 wasm_initSync({ module: wasmBytes });
 
-const FIELD_NAMES = ['timestamp', 'clock_seq', 'worker', 'sequence'];
-const POLICIES = ['clock-sequence', 'wait', 'logical', 'fail'];
 const memory = wasm_wasm_memory();
 const scratch64Ptr = wasm_scratch64_ptr();
 const scratch32Ptr = wasm_scratch32_ptr();
@@ -260,7 +259,7 @@ export function generatorOptions(handle) {
   const policy = wasm_gen_options(handle);
   if (policy < 0) throw takeError();
   fresh();
-  return { onRollback: POLICIES[policy], maxWaitMs: f64[0], maxDriftMs: f64[1] };
+  return { onRollback: POLICY_NAMES[policy], maxWaitMs: f64[0], maxDriftMs: f64[1] };
 }
 
 export function generatorState(handle) {

@@ -1,6 +1,7 @@
 // Layouts: each one validated and described by the core (the wasm engine), kept as a record
 // with its decoder's constants (decoding is plain JavaScript on the layout's shifts) and, once a
 // lease needs it, the native addon's handle of the same layout (leased.js).
+import { DEFAULT_PRESET } from '../wasm/core.js';
 import * as engine from './engine.js';
 import { HALVES, HI, LO, Parts, SCRATCH, extractor } from './parts.js';
 import { coded, integer, onlyKnownKeys, plainObject, typeError } from './errors.js';
@@ -56,7 +57,7 @@ const RECORD_OF = new WeakMap();
 export const PRESETS = new Map();
 export const PRESET_NAMES = engine.presetNames();
 for (const name of PRESET_NAMES) PRESETS.set(name, new LayoutRecord(engine.presetLayout(name), name));
-export const DEFAULT = PRESETS.get('clockseq');
+export const DEFAULT = PRESETS.get(DEFAULT_PRESET);
 
 /** Custom layouts already validated by the core, by a key of their fields, unit and epoch. */
 const CUSTOM = new Map();

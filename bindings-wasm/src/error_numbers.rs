@@ -1,8 +1,9 @@
-//! An [`Error`] as numbers: which variant (`kind`) and up to four 64-bit fields, in the order
-//! core's `Display` prints them. The JS wrapper (`js/messages.js`) rebuilds core's exact message
-//! from these, so the `.wasm` carries no `core::fmt` (which would cost about 13 KiB).
-//! `examples/messages.rs` prints core's own messages for every kind, and the Node tests check
-//! the JS rebuild against them.
+//! An [`Error`] as numbers: which variant (`kind`) and up to four 64-bit fields. The JS wrapper
+//! (`js/messages.js`) fills core's message template of that kind with them, so the `.wasm`
+//! carries no `core::fmt` (which would cost about 13 KiB); the templates are made from core's own
+//! `Display` at build time by `examples/core_tables.rs`, which numbers the fields as this file
+//! does. `examples/messages.rs` prints core's own messages for every kind, and the Node tests
+//! check the JS rebuild against them.
 //!
 //! Kinds: 0 for variants without a sub-kind; `InvalidId` 0..=5, `InvalidLayout` 0..=8,
 //! `InvalidState` 0..=4 and `InvalidPublicId` 0..=3 in declaration order; 255 for a variant or
