@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use clockflake::{Clock, Error, Generator, Layout, MonotonicClock, Options, State};
+use clockflake::{Error, Generator, IdBlock, Layout, MonotonicClock, Options, State};
 use clockflake_lease::{fork, HealStats, LeaseCounters, LeaseOptions, LeaseStats};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -71,26 +71,43 @@ enum Inner {
     Healed(Healed),
 }
 
-/// A Python callable as a core clock. A core clock refuses only with core's errors, so an
-/// exception (or a value that is not an int of Unix ms) is kept aside and the clock reads
-/// `u64::MAX`, which every layout refuses before touching the generator's state (and which
-/// ends a wait at once); the caller then raises what was kept.
+/// A Python callable as the clock, called with the GIL held. Its exception (or the
+/// `TypeError`/`ValueError` for a value that is not Unix ms as an int) ends the call at once and
+/// reaches the caller unchanged: in an attempt as the error of `try_next_id_from`, in a wait as
+/// the error of the pause that read it. It is never read again after it raised.
 struct PyClock<'a, 'py> {
     func: &'a Bound<'py, PyAny>,
-    error: Cell<Option<PyErr>>,
+    /// The time its last read gave: what core's retry loop reads. That loop reads its clock
+    /// only right after an attempt (whose refusal came from a read, in `issue_slow`) or a pause
+    /// (which reads it), so the time is current, and a read that may raise happens only where
+    /// the exception can be carried.
+    last_ms: Cell<u64>,
+}
+
+/// Why an attempt on a Python clock issued no id: core's refusal (a wait may clear it), or the
+/// exception the clock raised (final).
+enum PyClockRefusal {
+    Core(Error),
+    Raised(PyErr),
+}
+
+impl From<Error> for PyClockRefusal {
+    fn from(error: Error) -> PyClockRefusal {
+        PyClockRefusal::Core(error)
+    }
 }
 
 impl<'a, 'py> PyClock<'a, 'py> {
     fn new(func: &'a Bound<'py, PyAny>) -> Self {
         PyClock {
             func,
-            error: Cell::new(None),
+            last_ms: Cell::new(0),
         }
     }
 
     fn read(&self) -> PyResult<u64> {
         let value = self.func.call0()?;
-        as_u64(&value).map_err(|problem| match problem {
+        let now_ms = as_u64(&value).map_err(|problem| match problem {
             NotU64::Type(what) => PyTypeError::new_err(format!(
                 "clock: expected it to return Unix ms as an int, it returned {what}"
             )),
@@ -98,44 +115,106 @@ impl<'a, 'py> PyClock<'a, 'py> {
                 "clock: expected it to return Unix ms (0 or more), it returned {}",
                 other.found()
             )),
-        })
+        })?;
+        self.last_ms.set(now_ms);
+        Ok(now_ms)
+    }
+
+    /// The clock of an attempt: a read, or the exception as the attempt's refusal.
+    fn try_now_ms(&self) -> Result<u64, PyClockRefusal> {
+        self.read().map_err(PyClockRefusal::Raised)
     }
 }
 
-/// A clock the binding hands core: the process's `MonotonicClock`, or a Python callable.
-trait BindingClock: Clock {
-    /// The exception the clock raised since the last call, if any (core's clock raises none).
-    fn take_error(&self) -> PyResult<()> {
-        Ok(())
-    }
+/// A clock the binding hands core, with its way of issuing and of waiting: the process's
+/// `MonotonicClock` (core's refusals only) or a Python callable (which may raise).
+trait BindingClock {
+    /// Why an attempt issued nothing.
+    type Refused;
+
+    fn try_next_id(&self, gen: &Generator) -> Result<u64, Self::Refused>;
+
+    fn try_next_block(&self, gen: &Generator, max_count: u64) -> Result<IdBlock, Self::Refused>;
+
+    /// Core's retry loop (`clockflake::retry_after`) after a first `outcome`: waits for a
+    /// refusal's retry time (the next tick within `Generator::MAX_TICK_WAIT_MS`, a clock step
+    /// back within `max_wait_ms`) and tries again, each pause passed by `pass_time`.
+    fn retry<T>(
+        &self,
+        py: Python<'_>,
+        outcome: Result<T, Self::Refused>,
+        attempt: impl FnMut() -> Result<T, Self::Refused>,
+    ) -> PyResult<T>;
 }
 
-impl BindingClock for MonotonicClock {}
+impl BindingClock for MonotonicClock {
+    type Refused = Error;
+
+    #[inline(always)]
+    fn try_next_id(&self, gen: &Generator) -> Result<u64, Error> {
+        gen.try_next_id_with(self)
+    }
+
+    fn try_next_block(&self, gen: &Generator, max_count: u64) -> Result<IdBlock, Error> {
+        gen.try_next_block_with(self, max_count)
+    }
+
+    #[cold]
+    fn retry<T>(
+        &self,
+        py: Python<'_>,
+        outcome: Result<T, Error>,
+        attempt: impl FnMut() -> Result<T, Error>,
+    ) -> PyResult<T> {
+        clockflake::retry_after(self, outcome, attempt, |pause| pass_time(py, pause))
+            .map_err(|WaitInterrupted(error)| error)
+    }
+}
 
 impl BindingClock for PyClock<'_, '_> {
-    fn take_error(&self) -> PyResult<()> {
-        match self.error.take() {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
-    }
-}
+    type Refused = PyClockRefusal;
 
-impl Clock for PyClock<'_, '_> {
-    fn now_ms(&self) -> u64 {
-        match self.read() {
-            Ok(ms) => ms,
-            Err(error) => {
-                let first = self.error.take();
-                self.error.set(Some(first.unwrap_or(error)));
-                u64::MAX
+    fn try_next_id(&self, gen: &Generator) -> Result<u64, PyClockRefusal> {
+        gen.try_next_id_from(|| self.try_now_ms())
+    }
+
+    fn try_next_block(&self, gen: &Generator, max_count: u64) -> Result<IdBlock, PyClockRefusal> {
+        gen.try_next_block_from(|| self.try_now_ms(), max_count)
+    }
+
+    /// The clock core's loop reads is `last_ms`; each pause reads the Python clock after it
+    /// has passed time. The clock's exception ends the loop: from an attempt as its final
+    /// outcome, from a pause as the pause's error.
+    #[cold]
+    fn retry<T>(
+        &self,
+        py: Python<'_>,
+        outcome: Result<T, PyClockRefusal>,
+        mut attempt: impl FnMut() -> Result<T, PyClockRefusal>,
+    ) -> PyResult<T> {
+        fn settle<T>(outcome: Result<T, PyClockRefusal>) -> Result<PyResult<T>, Error> {
+            match outcome {
+                Ok(value) => Ok(Ok(value)),
+                Err(PyClockRefusal::Raised(exception)) => Ok(Err(exception)),
+                Err(PyClockRefusal::Core(error)) => Err(error),
             }
         }
+        let last_read = || self.last_ms.get();
+        let settled = clockflake::retry_after(
+            &last_read,
+            settle(outcome),
+            || settle(attempt()),
+            |pause| {
+                pass_time(py, pause)?;
+                self.read().map(drop).map_err(WaitInterrupted)
+            },
+        );
+        settled.map_err(|WaitInterrupted(error)| error)?
     }
 }
 
 /// A Python exception out of core's retry loop (`clockflake::retry_after`): a refusal, a
-/// signal handler's, or core's `CLOCK_NOT_ADVANCING`.
+/// signal handler's, a Python clock's, or core's `CLOCK_NOT_ADVANCING`.
 struct WaitInterrupted(PyErr);
 
 impl From<Error> for WaitInterrupted {
@@ -144,25 +223,12 @@ impl From<Error> for WaitInterrupted {
     }
 }
 
-/// Core's retry loop after a first `outcome` on `clock`: waits for a refusal's retry time
-/// (the next tick within `Generator::MAX_TICK_WAIT_MS`, a clock step back within
-/// `max_wait_ms`) and tries again. Each pause sleeps without the GIL (at most `WAIT_SLICE`;
-/// `SPIN_PAUSE` through the last 2 ms), then checks for signals (Ctrl-C). A Python clock is
-/// read with the GIL held, between pauses; an exception it raised comes first.
-#[cold]
-fn retry<C: BindingClock, T>(
-    py: Python<'_>,
-    clock: &C,
-    outcome: Result<T, Error>,
-    attempt: impl FnMut() -> Result<T, Error>,
-) -> PyResult<T> {
-    let outcome = clockflake::retry_after(clock, outcome, attempt, |pause| {
-        let pause = pause.map_or(SPIN_PAUSE, |duration| duration.min(WAIT_SLICE));
-        py.detach(|| std::thread::sleep(pause));
-        py.check_signals().map_err(WaitInterrupted)
-    });
-    clock.take_error()?;
-    outcome.map_err(|WaitInterrupted(error)| error)
+/// A pause of core's wait loop: sleeps without the GIL (at most `WAIT_SLICE`; `SPIN_PAUSE`
+/// through the last 2 ms), then checks for signals (Ctrl-C).
+fn pass_time(py: Python<'_>, pause: Option<Duration>) -> Result<(), WaitInterrupted> {
+    let pause = pause.map_or(SPIN_PAUSE, |duration| duration.min(WAIT_SLICE));
+    py.detach(|| std::thread::sleep(pause));
+    py.check_signals().map_err(WaitInterrupted)
 }
 
 /// The refusal of a static generator that is closed or belongs to the parent process.
@@ -210,9 +276,9 @@ impl PyGenerator {
         py: Python<'_>,
         gen: &Generator,
         clock: &C,
-        outcome: Result<u64, Error>,
+        outcome: Result<u64, C::Refused>,
     ) -> PyResult<u64> {
-        retry(py, clock, outcome, || gen.try_next_id_with(clock))
+        clock.retry(py, outcome, || clock.try_next_id(gen))
     }
 
     /// Fills `out` with whole runs of a tick at a time, waiting when a tick is full.
@@ -226,10 +292,10 @@ impl PyGenerator {
         let mut filled = 0;
         while filled < out.len() {
             let wanted = (out.len() - filled) as u64;
-            let attempt = || gen.try_next_block_with(clock, wanted);
+            let attempt = || clock.try_next_block(gen, wanted);
             let block = match attempt() {
-                Ok(block) => clock.take_error().map(|()| block)?,
-                first => retry(py, clock, first, attempt)?,
+                Ok(block) => block,
+                first => clock.retry(py, first, attempt)?,
             };
             for (slot, id) in out[filled..].iter_mut().zip(block) {
                 *slot = id;
@@ -365,8 +431,10 @@ impl PyGenerator {
                     }
                     Some(func) => {
                         let clock = PyClock::new(func.bind(py));
-                        let first = gen.try_next_id_with(&clock);
-                        self.next_id_waiting(py, gen, &clock, first)
+                        match clock.try_next_id(gen) {
+                            Ok(id) => Ok(id),
+                            first => self.next_id_waiting(py, gen, &clock, first),
+                        }
                     }
                 }
             }

@@ -599,6 +599,51 @@ def test_clock_errors_propagate_and_leave_the_generator_intact() -> None:
         Generator(worker_id=1, clock=lambda: -1).next_id()
 
 
+class RaisingClock(ManualClock):
+    """A ManualClock that raises `error` once it would read `raise_at_ms` or later (None:
+    never), and counts the times it raised."""
+
+    def __init__(self, now: int) -> None:
+        super().__init__(now)
+        self.error = ZeroDivisionError("clock broke")
+        self.raise_at_ms: int | None = None
+        self.raised = 0
+
+    def __call__(self) -> int:
+        if self.raise_at_ms is not None and self.now >= self.raise_at_ms:
+            self.raised += 1
+            raise self.error
+        return super().__call__()
+
+
+def test_a_clock_exception_reaches_the_caller_unchanged_and_ends_the_call() -> None:
+    clock = RaisingClock(T)
+    gen = Generator(worker_id=1, clock=clock)
+    first = gen.next_id()
+    for call in (gen.next_id, lambda: gen.next_ids(3)):
+        clock.raise_at_ms, clock.raised = T, 0
+        with pytest.raises(ZeroDivisionError) as caught:
+            call()
+        # The very exception the clock raised, and the clock not read again after it.
+        assert caught.value is clock.error and clock.raised == 1
+    clock.raise_at_ms = None
+    assert gen.next_id() == first + 1  # nothing was issued meanwhile
+
+
+@pytest.mark.parametrize("call", [Generator.next_id, lambda gen: gen.next_ids(5)])
+def test_a_clock_exception_during_a_wait_ends_the_wait(call: Callable[[Generator], Any]) -> None:
+    clock = RaisingClock(T)
+    gen = Generator(worker_id=1, layout="sonyflake", clock=clock)
+    filled = gen.next_ids(256)  # the 10 ms tick at T is full: the next id waits for T + 10
+    clock.step, clock.raise_at_ms = 1, T + 5  # the clock moves on, then raises during the wait
+    with pytest.raises(ZeroDivisionError) as caught:
+        call(gen)
+    assert caught.value is clock.error and clock.raised == 1
+    clock.raise_at_ms, clock.now = None, T + 10
+    later = gen.next_id()
+    assert later > filled[-1] and decode(later, "sonyflake").timestamp_ms == T + 10
+
+
 # --- fork ------------------------------------------------------------------------------------
 
 
