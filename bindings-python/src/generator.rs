@@ -1,7 +1,7 @@
 //! `Generator`: core's lock-free generator behind a frozen class, shared freely between threads.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clockflake::{Error, Generator, IdBlock, Layout, MonotonicClock, Options, State};
@@ -18,10 +18,6 @@ use crate::errors::Refusal;
 use crate::healed::Healed;
 use crate::leased::{invalid_uri, Leased};
 use crate::parts::layout_dict;
-
-/// `PyGenerator::issuing_generation` of a static generator after `close()`: a fork generation
-/// no process has, so the fast path's one comparison refuses both a copy and a closed generator.
-const CLOSED: u64 = u64::MAX;
 
 /// How long one stretch of waiting runs without the GIL before checking for signals.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
@@ -59,9 +55,12 @@ pub struct PyGenerator {
     inner: Inner,
     clock: Option<Py<PyAny>>,
     /// The fork generation (`clockflake_lease::fork`) in which this (static) generator may issue
-    /// ids: the process's when it was made, `CLOSED` after `close()`. A fork from Python or from
-    /// C moves the process's generation away from it.
-    issuing_generation: AtomicU64,
+    /// ids: the process's when it was made. A fork from Python or from C moves the process's
+    /// generation away from it.
+    generation: u64,
+    /// `close()` was called (in this process, or before the fork that made it): a static
+    /// generator refuses with `GeneratorClosedError` from then on, in a forked child too.
+    closed: AtomicBool,
 }
 
 /// A fixed worker id, a leased one, or a leased one that heals.
@@ -231,16 +230,6 @@ fn pass_time(py: Python<'_>, pause: Option<Duration>) -> Result<(), WaitInterrup
     py.check_signals().map_err(WaitInterrupted)
 }
 
-/// The refusal of a static generator that is closed or belongs to the parent process.
-#[cold]
-fn not_current(mine: u64) -> PyErr {
-    if mine == CLOSED {
-        Refusal::from(Error::GeneratorClosed).into()
-    } else {
-        Refusal::from(Error::WorkerIdInvalidated).into()
-    }
-}
-
 impl PyGenerator {
     /// A generator on a fixed worker id, made by `make` from the keyword options.
     fn build(
@@ -252,19 +241,37 @@ impl PyGenerator {
         Ok(PyGenerator {
             inner: Inner::Static(make(args.layout, args.options)?),
             clock: args.clock,
-            issuing_generation: AtomicU64::new(fork::watch()),
+            generation: fork::watch(),
+            closed: AtomicBool::new(false),
         })
+    }
+
+    /// Whether a static generator may issue ids now: not closed, and in the process that made it.
+    #[inline(always)]
+    fn is_issuing(&self) -> bool {
+        !self.closed.load(Ordering::Relaxed) && fork::generation() == self.generation
     }
 
     /// The static generator, if it may issue ids in this process.
     #[inline(always)]
     fn check_fork<'a>(&self, gen: &'a Generator) -> PyResult<&'a Generator> {
-        let mine = self.issuing_generation.load(Ordering::Relaxed);
-        if fork::generation() == mine {
+        if self.is_issuing() {
             Ok(gen)
         } else {
-            Err(not_current(mine))
+            Err(self.not_issuing())
         }
+    }
+
+    /// The refusal of a static generator that is closed (first: a generator closed before a
+    /// fork is closed in the child too) or belongs to the parent process.
+    #[cold]
+    fn not_issuing(&self) -> PyErr {
+        let error = if self.closed.load(Ordering::Relaxed) {
+            Error::GeneratorClosed
+        } else {
+            Error::WorkerIdInvalidated
+        };
+        Refusal::from(error).into()
     }
 
     /// `next_id()` after its first attempt on `clock` (the fast path's, on the process's
@@ -396,7 +403,8 @@ impl PyGenerator {
         Ok(PyGenerator {
             inner,
             clock: None,
-            issuing_generation: AtomicU64::new(fork::watch()),
+            generation: fork::watch(),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -507,7 +515,7 @@ impl PyGenerator {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         match &self.inner {
             Inner::Static(_) => {
-                self.issuing_generation.store(CLOSED, Ordering::SeqCst);
+                self.closed.store(true, Ordering::SeqCst);
                 Ok(())
             }
             Inner::Leased(leased) => leased.close(py),
@@ -548,10 +556,9 @@ impl PyGenerator {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         match &self.inner {
             Inner::Static(gen) => {
-                let mine = self.issuing_generation.load(Ordering::Relaxed);
-                let state = if mine == CLOSED {
+                let state = if self.closed.load(Ordering::Relaxed) {
                     "closed"
-                } else if mine != fork::generation() {
+                } else if self.generation != fork::generation() {
                     "forked"
                 } else {
                     "active"
@@ -605,9 +612,7 @@ impl PyGenerator {
     #[getter]
     fn is_active(&self) -> bool {
         match &self.inner {
-            Inner::Static(_) => {
-                self.issuing_generation.load(Ordering::Relaxed) == fork::generation()
-            }
+            Inner::Static(_) => self.is_issuing(),
             Inner::Leased(leased) => leased
                 .lease_if_current()
                 .is_some_and(|lease| lease.is_active()),
