@@ -7,7 +7,7 @@
 //! GIL released, as a leased generator's child leases its own worker id.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use clockflake::{Layout, Options, Policy, State};
@@ -75,12 +75,9 @@ pub struct Healed {
     claim: AtomicU64,
     /// `close()` was called in this process (or before the fork that made it).
     closed: AtomicBool,
-    /// The worker id held when `close()` was called (`NONE`: none), for `gen.worker_id`.
-    closed_worker_id: AtomicU64,
+    /// The worker id held when `close()` was first called with one held, for `gen.worker_id`.
+    closed_worker_id: OnceLock<u64>,
 }
-
-/// `Healed::closed_worker_id` when no worker id was held at `close()`.
-const NONE: u64 = u64::MAX;
 
 impl Healed {
     /// Leases a worker id (with the GIL released: it connects); a lost lease heals from then on.
@@ -104,7 +101,7 @@ impl Healed {
             child: Mutex::new(None),
             claim: AtomicU64::new(0),
             closed: AtomicBool::new(false),
-            closed_worker_id: AtomicU64::new(NONE),
+            closed_worker_id: OnceLock::new(),
         })
     }
 
@@ -241,8 +238,7 @@ impl Healed {
 
     /// The worker id held; while healing, the retryable refusal.
     pub fn worker_id(&self, py: Python<'_>) -> PyResult<u64> {
-        let closed_with = self.closed_worker_id.load(Ordering::Acquire);
-        if closed_with != NONE {
+        if let Some(&closed_with) = self.closed_worker_id.get() {
             // As a closed leased generator tells the worker id it released.
             return Ok(closed_with);
         }
@@ -294,12 +290,8 @@ impl Healed {
     pub fn close(&self, py: Python<'_>) -> PyResult<()> {
         let held = self.current_if_any();
         if let Some(worker_id) = held.as_ref().and_then(|gen| gen.worker_id()) {
-            let _ = self.closed_worker_id.compare_exchange(
-                NONE,
-                worker_id,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
+            // A later close() keeps the first one's.
+            let _ = self.closed_worker_id.set(worker_id);
         }
         self.closed.store(true, Ordering::Release);
         match held {
