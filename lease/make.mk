@@ -154,7 +154,7 @@ simulate-long: setup-rust
 
 CHECK_TARGETS += test-simulation
 
-# Loom models of the atomics the id path and the renewal thread share (lease/src/generator/
+# Loom models of the atomics the id path and the renewal thread share (lease/src/
 # limits.rs, through lease/src/sync.rs): every interleaving of two threads. Built with
 # `--cfg loom` in its own target directory, without the coordinators' dependencies.
 .PHONY: test-lease-loom

@@ -88,7 +88,7 @@ pub trait Coordinator: Send {
     fn read_state(&mut self, worker_id: u64) -> Result<Option<State>, LeaseError>;
 
     /// The coordinator's own clock, Unix ms, read with one request to its server, for the
-    /// start-up clock check (`check_clock`): PostgreSQL's `now()`, the `mtime` of a
+    /// start-up clock check (`holder::Start`): PostgreSQL's `now()`, the `mtime` of a
     /// ZooKeeper node written for it. Called once at start, after [`Coordinator::acquire`]
     /// (so on the connection the grant used) and only when [`Coordinator::max_skew`] is not
     /// `None`; the caller times the request and compares the server's clock with the local
@@ -110,47 +110,11 @@ pub trait Coordinator: Send {
 /// `zookeeper://`): 5 s.
 pub const DEFAULT_MAX_SKEW: Duration = Duration::from_secs(5);
 
-/// The start-up clock check: reads the coordinator's clock ([`Coordinator::server_time_ms`])
-/// and compares it with `local_ms()` (the generator's clock) at the midpoint of that request.
-/// Returns the measured skew (local minus server, ms; `None` when the check is off or the
-/// coordinator has no clock of its own), or `CLOCK_SKEW` when it is above
-/// [`Coordinator::max_skew`] by more than half the round trip (the measurement's uncertainty).
-/// The caller gives the worker id back untouched on an error.
-pub(crate) fn check_clock(
-    coordinator: &mut dyn Coordinator,
-    local_ms: impl Fn() -> u64,
-) -> Result<Option<i64>, LeaseError> {
-    let Some(max_skew) = coordinator.max_skew() else {
-        return Ok(None);
-    };
-    let sent_ms = local_ms();
-    let sent = std::time::Instant::now();
-    let Some(server_ms) = coordinator.server_time_ms()? else {
-        return Ok(None);
-    };
-    // The round trip on a monotonic clock (an injected local clock may not advance).
-    let round_trip_ms = u64::try_from(sent.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let local_ms = sent_ms.saturating_add(round_trip_ms / 2);
-    let skew_ms = i64::try_from(i128::from(local_ms) - i128::from(server_ms)).unwrap_or(i64::MAX);
-    let max_skew_ms = u64::try_from(max_skew.as_millis()).unwrap_or(u64::MAX);
-    if crate::protocol::skew_refused(skew_ms, round_trip_ms, max_skew_ms) {
-        return Err(LeaseError::ClockSkew {
-            coordinator: coordinator.redacted_uri(),
-            local_ms,
-            server_ms,
-            skew_ms,
-            round_trip_ms,
-            max_skew_ms,
-        });
-    }
-    Ok(Some(skew_ms))
-}
-
 /// Free worker ids in the order a starting holder should try them: those whose record it
 /// can use at `now_ms` first, lowest worker id first, then the others by when their record
 /// becomes usable. A record that cannot be read keeps its place among the usable ones, so
 /// that taking it refuses it (`INVALID_STATE`) as before. `listed` is in worker-id order.
-#[cfg(any(feature = "postgres", feature = "redis"))]
+#[cfg(any(feature = "postgres", feature = "redis", feature = "etcd"))]
 pub(crate) fn preference_order<W>(
     layout: &Layout,
     now_ms: u64,

@@ -20,12 +20,8 @@ use std::time::Duration;
 use clockflake::Layout;
 
 use crate::generator::LostHook;
+use crate::holder::{Backoff, FIRST_BACKOFF};
 use crate::{LeaseError, LeaseOptions, LeasedGenerator, TickGrant};
-
-/// First pause after a failed attempt to lease again; it doubles up to [`MAX_BACKOFF`].
-pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-/// Longest pause between attempts to lease again.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -523,7 +519,7 @@ impl Healing {
             let _ = lost.close();
             lock(&self.notes).retired += lost.stats().counters;
         }
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::new();
         loop {
             if lock(&self.notes).closed {
                 break;
@@ -557,21 +553,21 @@ impl Healing {
                     return;
                 }
                 Err(error) => {
+                    let pause = backoff.failed();
                     self.tell(HealEvent::AttemptFailed {
                         error: error.clone(),
-                        retry_in: backoff,
+                        retry_in: pause,
                     });
                     let mut notes = lock(&self.notes);
                     notes.failed_attempts += 1;
                     notes.last_error = Some(error.to_string());
-                    notes.next_attempt_ms = crate::wall_ms() + backoff.as_millis() as u64;
+                    notes.next_attempt_ms = crate::wall_ms() + pause.as_millis() as u64;
                     let (notes_after, _) = self
                         .wake
-                        .wait_timeout_while(notes, backoff, |notes| !notes.closed)
+                        .wait_timeout_while(notes, pause, |notes| !notes.closed)
                         .unwrap_or_else(PoisonError::into_inner);
                     let mut notes = notes_after;
                     notes.next_attempt_ms = 0;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
             }
         }

@@ -63,6 +63,7 @@ mod generator;
 mod healing;
 #[doc(hidden)]
 pub mod holder;
+pub mod limits;
 mod per_process;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -73,6 +74,7 @@ mod record;
 #[cfg(feature = "redis")]
 mod redis;
 mod secrets;
+mod start;
 mod sync;
 mod uri;
 #[cfg(feature = "zookeeper")]
@@ -88,12 +90,14 @@ pub use generator::{
     LeaseCounters, LeaseOptions, LeaseStats, LeasedGenerator, TickGrant, CLOSE_WAIT,
     FOLLOW_BACK_MS, RENEWAL_WAIT,
 };
-pub use healing::{HealEvent, HealStats, HealingGenerator, LeaseGrant, FIRST_BACKOFF, MAX_BACKOFF};
+pub use healing::{HealEvent, HealStats, HealingGenerator, LeaseGrant};
+pub use holder::{FIRST_BACKOFF, MAX_BACKOFF};
 pub use per_process::{Direct, Host, PerProcess};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresCoordinator, SCHEMA};
 #[cfg(feature = "redis")]
 pub use redis::RedisCoordinator;
+pub use start::start_lease;
 pub use uri::{parse_duration, redact, DEFAULT_APP, DEFAULT_RESERVE, DEFAULT_TABLE, DEFAULT_TTL};
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::{ZooKeeperCoordinator, DEFAULT_SESSION_TIMEOUT};

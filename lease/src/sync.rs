@@ -1,6 +1,6 @@
 //! The atomics the id path and the renewal thread share (`generator::limits`), from `std` in
 //! every build and from [loom](https://docs.rs/loom) under `--cfg loom`, so that the loom models
-//! in `generator/limits.rs` explore the code every build runs (`make test-loom`). The same
+//! in `limits.rs` explore the code every build runs (`make test-loom`). The same
 //! pattern as core's `sync.rs`.
 
 #[cfg(not(loom))]

@@ -10,8 +10,11 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use clockflake::Layout;
+// The pauses between failed attempts to lease: the lease crate's, which it also uses to lease
+// again after a loss.
+use clockflake_lease::holder::Backoff;
 use clockflake_lease::{
-    HealEvent, HealingGenerator, LeaseCounters, LeaseError, LeaseOptions, LeaseStats,
+    HealEvent, HealingGenerator, LeaseCounters, LeaseError, LeaseOptions, LeaseStats, FIRST_BACKOFF,
 };
 use tokio::sync::Notify;
 
@@ -20,10 +23,6 @@ use axum::http::StatusCode;
 use crate::error::{codes, ApiError};
 use crate::telemetry::Telemetry;
 
-/// First and longest pause between failed attempts to lease: the lease crate's, which it
-/// also uses to lease again after a loss.
-const FIRST_BACKOFF: Duration = clockflake_lease::FIRST_BACKOFF;
-const MAX_BACKOFF: Duration = clockflake_lease::MAX_BACKOFF;
 /// How often the clock is looked at again while it is outside the layout's lifetime (before
 /// its epoch, or past its last tick). No coordinator is asked meanwhile.
 const CLOCK_RECHECK: Duration = Duration::from_secs(1);
@@ -263,7 +262,7 @@ impl Supervisor {
     /// backoff, until one is held or `stop` is called; the healing generator keeps it from
     /// then on.
     pub async fn run(self: Arc<Self>) {
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::new();
         while !self.stopping.load(Ordering::Acquire) && read(&self.current).is_none() {
             if self.clock_usable().is_err() {
                 self.schedule(CLOCK_RECHECK);
@@ -285,20 +284,20 @@ impl Supervisor {
                 }
                 Ok(Err(error)) => {
                     Telemetry::open_failure(error.code());
-                    tracing::warn!(code = error.code(), %error, ?backoff, "leasing failed; retrying");
+                    let pause = backoff.failed();
+                    tracing::warn!(code = error.code(), %error, backoff = ?pause, "leasing failed; retrying");
                     // The next attempt first: a request that sees this error then sees when
                     // to retry (an error without `retryAtMs` failed a test, 1 run in a few).
-                    self.schedule(backoff);
+                    self.schedule(pause);
                     *lock(&self.last_error) = Some(error);
                     tokio::select! {
-                        () = tokio::time::sleep(backoff) => {}
+                        () = tokio::time::sleep(pause) => {}
                         () = self.wake.notified() => {}
                     }
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
                 Err(join_error) => {
                     tracing::error!(%join_error, "leasing task failed");
-                    tokio::time::sleep(backoff).await;
+                    tokio::time::sleep(backoff.failed()).await;
                 }
             }
         }

@@ -40,7 +40,9 @@ use std::time::Duration;
 use clockflake::{Layout, State};
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
 
-use crate::coordinator::{check_ranges, exhausted, pool, ready_at_ms, Grant, WorkerRange};
+use crate::coordinator::{
+    check_ranges, exhausted, pool, preference_order, ready_at_ms, Grant, WorkerRange,
+};
 use crate::{Coordinator, LeaseError};
 
 mod client;
@@ -394,28 +396,6 @@ impl EtcdCoordinator {
             Err(fault) => Err(self.unavailable("revoke the lease", fault)),
         }
     }
-
-    /// Worker ids in the order to try them: usable records first, lowest worker id first
-    /// (as `coordinator::preference_order`, which is built for the SQL and Redis
-    /// coordinators only).
-    fn preference_order(
-        &self,
-        layout: &Layout,
-        now_ms: u64,
-        free: impl IntoIterator<Item = u64>,
-        records: &BTreeMap<u64, Vec<u8>>,
-    ) -> Vec<u64> {
-        let mut candidates: Vec<(u64, u64)> = free
-            .into_iter()
-            .map(|worker| {
-                let state = self.state_of(worker, records.get(&worker).map(Vec::as_slice));
-                let ready_at = state.map_or(0, |state| ready_at_ms(layout, state.as_ref(), now_ms));
-                (ready_at, worker)
-            })
-            .collect();
-        candidates.sort_by_key(|&(ready_at, _)| ready_at);
-        candidates.into_iter().map(|(_, worker)| worker).collect()
-    }
 }
 
 impl Coordinator for EtcdCoordinator {
@@ -647,7 +627,11 @@ impl EtcdCoordinator {
             if free.is_empty() {
                 return Ok(None);
             }
-            let mut candidates = self.preference_order(layout, now_ms, free, &records);
+            let listed = free.into_iter().map(|worker| {
+                let state = self.state_of(worker, records.get(&worker).map(Vec::as_slice));
+                (worker, state)
+            });
+            let mut candidates = preference_order(layout, now_ms, listed);
             let mut conflicts = 0usize;
             while !candidates.is_empty() {
                 // In order while nobody competes; after a conflict, a random one of the

@@ -22,18 +22,16 @@ use std::time::{Duration, Instant};
 use clockflake::{Clock, Error, Field, Generator, IdBlock, Layout, Options, State};
 
 use crate::clock::boot_ms;
-use crate::coordinator::Grant;
-use crate::holder::{self, Holder, Park, TickSpan};
-use crate::protocol::{self, Book, Terms};
+use crate::holder::{self, Park, Started, TickSpan};
+use crate::protocol::Terms;
 use crate::{Coordinator, LeaseError};
 
-mod limits;
 mod renewer;
 mod reservation;
 mod stats;
 mod time;
 
-use limits::Limits;
+use crate::limits::Limits;
 use renewer::{renew_thread, Control, Notes, Signal};
 use stats::Counters;
 pub use stats::{LeaseCounters, LeaseStats};
@@ -127,11 +125,51 @@ struct Shared {
 /// What a healing generator hands its leases: told the reason once a lease is lost.
 pub(crate) type LostHook = Box<dyn Fn(String) + Send + Sync>;
 
-/// What builds the shared part of a generator once given its coordinator, the redacted URI and
-/// the hook for a lost lease.
-trait BuildShared: FnOnce(Box<dyn Coordinator>, String, Option<LostHook>) -> Shared {}
-
-impl<F: FnOnce(Box<dyn Coordinator>, String, Option<LostHook>) -> Shared> BuildShared for F {}
+impl Shared {
+    /// The shared part of a lease that has started, its limits as the start published them.
+    fn started(
+        started: Started,
+        time: Time,
+        options: &LeaseOptions,
+        coordinator: Box<dyn Coordinator>,
+        redacted_uri: String,
+        on_lost: Option<LostHook>,
+    ) -> Shared {
+        let layout = *started.generator.layout();
+        let limits = started.limits();
+        let terms = *started.holder.terms();
+        Shared {
+            gen: started.generator,
+            time,
+            limits,
+            lifecycle: AtomicU8::new(ACTIVE),
+            wanted_wall_ms: AtomicU64::new(0),
+            forked: AtomicBool::new(false),
+            fork_generation: crate::fork::watch(),
+            pid: std::process::id(),
+            cs_mask: layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq),
+            timestamp_shift: layout.shift(Field::Timestamp),
+            terms,
+            ready_at_ms: started.ready_at_ms,
+            max_handover_wait_ms: u64::try_from(options.max_handover_wait.as_millis())
+                .unwrap_or(u64::MAX),
+            redacted_uri,
+            control: Mutex::new(Control {
+                coordinator,
+                holder: started.holder,
+            }),
+            notes: Mutex::new(Notes::default()),
+            signal: Mutex::new(Signal::default()),
+            wake: Condvar::new(),
+            renewed: Condvar::new(),
+            counters: Counters {
+                renewals: AtomicU64::new(1),
+                ..Counters::default()
+            },
+            on_lost,
+        }
+    }
+}
 
 /// Why an attempt did not produce an id.
 enum Miss {
@@ -212,149 +250,36 @@ impl LeasedGenerator {
         reserve: Duration,
         on_lost: Option<LostHook>,
     ) -> Result<LeasedGenerator, LeaseError> {
-        let workers = layout.max_worker_id() + 1;
-        if workers > crate::MAX_LEASED_WORKERS {
-            return Err(LeaseError::TooManyWorkers { workers });
-        }
-        let redacted_uri = coordinator.redacted_uri();
-        let sent_boot_ms = boot_ms();
         let time = Time::new(&options);
-        let grant = coordinator.acquire(&layout, time.now_ms())?;
-        // The start-up clock check (`max_skew`), then the worker's record. Refused, the worker
-        // id goes back untouched (a broken record stays as it is).
-        let prepared = crate::coordinator::check_clock(coordinator.as_mut(), || time.now_ms())
-            .and_then(|skew| {
-                let build = Self::resume_grant(
-                    &mut coordinator,
-                    layout,
-                    &options,
-                    reserve,
-                    sent_boot_ms,
-                    &grant,
-                    time,
-                )?;
-                Ok((skew, build))
-            });
-        let (measured_skew_ms, build) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => {
-                let _ = coordinator.release(None);
-                return Err(error);
-            }
-        };
-        let shared = Arc::new(build(coordinator, redacted_uri, on_lost));
+        let started = crate::start_lease(
+            coordinator.as_mut(),
+            layout,
+            options.generator,
+            reserve,
+            || time.now_ms(),
+        )?;
+        let worker_id = started.worker_id;
+        let measured_skew_ms = started.measured_skew_ms;
+        let redacted_uri = coordinator.redacted_uri();
+        let shared = Arc::new(Shared::started(
+            started,
+            time,
+            &options,
+            coordinator,
+            redacted_uri,
+            on_lost,
+        ));
         let runner = Arc::clone(&shared);
         let renewer = std::thread::Builder::new()
-            .name(format!("clockflake-lease-{}", grant.worker_id))
+            .name(format!("clockflake-lease-{worker_id}"))
             .spawn(move || renew_thread(&runner))
             .map_err(|error| LeaseError::unavailable(&shared.redacted_uri, error))?;
         Ok(LeasedGenerator {
             shared,
             renewer: Mutex::new(Some(renewer)),
-            worker_id: grant.worker_id,
+            worker_id,
             layout,
             measured_skew_ms,
-        })
-    }
-
-    /// Resumes the worker's state under the grant and persists the first reservation; returns
-    /// what builds the shared part once given the coordinator back (which the caller keeps
-    /// until then, to release the worker id if this fails).
-    fn resume_grant(
-        coordinator: &mut Box<dyn Coordinator>,
-        layout: Layout,
-        options: &LeaseOptions,
-        reserve: Duration,
-        sent_boot_ms: u64,
-        grant: &Grant,
-        time: Time,
-    ) -> Result<impl BuildShared, LeaseError> {
-        let now_ms = time.now_ms();
-        layout.check_time(now_ms)?;
-        let (state, ready_at_ms) = protocol::resume(&layout, grant, now_ms, || {
-            format!(
-                "{} worker id {}",
-                coordinator.redacted_uri(),
-                grant.worker_id
-            )
-        })?;
-        // Core names a record of another layout or clock sequence (`INVALID_STATE`).
-        let gen = Generator::resume(layout, &state, options.generator)?;
-        let clock_seq = state.clock_seq;
-        let terms = Terms::new(
-            grant.ttl,
-            reserve,
-            gen.policy(),
-            options.generator.max_drift_ms,
-        );
-        // The first reservation, persisted before any id. When that write was slow, once more
-        // with room for its latency, so that the first ids do not find it spent before the
-        // renewal thread's first turn.
-        let mut until_ms = 0;
-        let mut latency_ms = 0;
-        for _ in 0..2 {
-            let start_ms = time.now_ms().max(now_ms).max(ready_at_ms);
-            until_ms = protocol::first_reservation(&terms, start_ms, latency_ms, until_ms);
-            let mut first = gen.state();
-            first.reserve(until_ms);
-            let renew_sent_ms = boot_ms();
-            coordinator.renew(&first)?;
-            latency_ms = boot_ms().saturating_sub(renew_sent_ms);
-            if !protocol::first_write_was_slow(&terms, latency_ms) {
-                break;
-            }
-        }
-        // A grant answered after its own deadline (a cold server, a stalled network) would
-        // start a generator that refuses every id: refused here instead, and retryable.
-        let deadline_boot_ms = terms.deadline_after(sent_boot_ms);
-        let started_boot_ms = boot_ms();
-        if started_boot_ms >= deadline_boot_ms {
-            return Err(LeaseError::unavailable(
-                &coordinator.redacted_uri(),
-                format!(
-                    "the grant and the first reservation took {} ms, past the lease deadline \
-                     (the TTL less its margin: {} ms); try again",
-                    started_boot_ms.saturating_sub(sent_boot_ms),
-                    deadline_boot_ms.saturating_sub(sent_boot_ms),
-                ),
-            ));
-        }
-        let max_handover_wait_ms = options.max_handover_wait.as_millis() as u64;
-        Ok(move |coordinator, redacted_uri, on_lost| Shared {
-            gen,
-            time,
-            limits: Limits::new(
-                deadline_boot_ms,
-                until_ms - terms.ahead_ms,
-                layout.place(Field::ClockSeq, clock_seq),
-            ),
-            lifecycle: AtomicU8::new(ACTIVE),
-            wanted_wall_ms: AtomicU64::new(0),
-            forked: AtomicBool::new(false),
-            fork_generation: crate::fork::watch(),
-            pid: std::process::id(),
-            cs_mask: layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq),
-            timestamp_shift: layout.shift(Field::Timestamp),
-            terms,
-            ready_at_ms,
-            max_handover_wait_ms,
-            redacted_uri,
-            control: Mutex::new(Control {
-                coordinator,
-                holder: Holder::started(
-                    terms,
-                    Book::started(until_ms, clock_seq, latency_ms, sent_boot_ms),
-                ),
-            }),
-            notes: Mutex::new(Notes::default()),
-            signal: Mutex::new(Signal::default()),
-            wake: Condvar::new(),
-            renewed: Condvar::new(),
-            counters: Counters {
-                renewals: AtomicU64::new(1),
-                ..Counters::default()
-            },
-            on_lost,
         })
     }
 

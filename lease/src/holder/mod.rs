@@ -9,14 +9,19 @@
 //! Beside it, the id path's own decisions on how far ids may run ahead of the lease's checks:
 //! [`block_margin_ms`] and [`park`] (the ticks a binding serves on its own).
 //!
-//! Not here yet (issue 36): start-up (preference order, readiness, the skew verdict, resume,
-//! the first reservation), close, and a client's cancellation of a slow request.
+//! Start-up, from asking for a worker id to the first reservation, is [`Start`] (start.rs),
+//! which hands the renewal side its first [`Holder`].
 //!
 //! Public for the simulator only: not part of the crate's stable API.
+
+use std::time::Duration;
 
 use clockflake::{Layout, State};
 
 use crate::protocol::{Book, Renewal, Renewed, Terms};
+
+mod start;
+pub use start::{Clocks, ServerClock, Start, Started, Step};
 
 /// How often the holder looks at the wall clock (to follow it forward or back), even when no
 /// renewal is due; more often when renewals are due more often.
@@ -26,6 +31,47 @@ pub const LOOK_INTERVAL_MS: u64 = 100;
 /// follows it back (a clock excursion to the future, corrected). Smaller steps back (NTP
 /// slews) stay smoothed: the generator's time waits for the wall clock to catch up.
 pub const FOLLOW_BACK_MS: u64 = 1000;
+
+/// First pause after a failed attempt to lease again; it doubles up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest pause between attempts to lease again.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// The pauses between attempts to take a lease (the first one, or again after a loss):
+/// [`FIRST_BACKOFF`] after the first failure, doubling up to [`MAX_BACKOFF`]. One schedule
+/// for every driver (the healing generator, the id service's first lease, the PostgreSQL
+/// extension's lease worker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Backoff {
+        Backoff::new()
+    }
+}
+
+impl Backoff {
+    /// Before any failure.
+    pub const fn new() -> Backoff {
+        Backoff {
+            next: FIRST_BACKOFF,
+        }
+    }
+
+    /// An attempt failed: how long to pause before the next one.
+    pub fn failed(&mut self) -> Duration {
+        let pause = self.next;
+        self.next = (self.next * 2).min(MAX_BACKOFF);
+        pause
+    }
+
+    /// An attempt worked: the next failure pauses [`FIRST_BACKOFF`] again.
+    pub fn succeeded(&mut self) {
+        self.next = FIRST_BACKOFF;
+    }
+}
 
 /// What a driver reads before each turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -385,6 +431,15 @@ mod tests {
             }
             turn => panic!("expected a renewal, got {turn:?}"),
         }
+    }
+
+    #[test]
+    fn the_backoff_doubles_to_its_ceiling_and_starts_again_after_a_success() {
+        let mut backoff = Backoff::new();
+        let pauses: Vec<u128> = (0..8).map(|_| backoff.failed().as_millis()).collect();
+        assert_eq!(pauses, [100, 200, 400, 800, 1_600, 3_200, 5_000, 5_000]);
+        backoff.succeeded();
+        assert_eq!(backoff.failed(), FIRST_BACKOFF);
     }
 
     #[test]

@@ -1,11 +1,20 @@
-//! What the id path reads of the lease, and the renewal thread publishes: the deadline, the
+//! What the id path reads of the lease, and the lease's driver publishes: the deadline, the
 //! persisted reservation's time limit and its clock sequence. Three atomics, read and written
 //! only here, in an order the loom models below check (`make test-loom`).
+//!
+//! One type for every id path: the leased generator's (in its `Arc`), the PostgreSQL
+//! extension's (in shared memory, read by every backend: hence `#[repr(C)]`, plain atomics and
+//! a `const` constructor) and the simulator's.
+//!
+//! Public for the extension and the simulator: not part of the crate's stable API.
 
 use crate::protocol::{self, Renewed};
 use crate::sync::{AtomicU64, Ordering};
 
-pub(super) struct Limits {
+/// The lease's limits as the id path reads them.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Limits {
     /// Boot ms before which ids may be issued: the lease deadline (`u64::MAX` when the lease
     /// never expires); 0 once lost, closed or copied.
     deadline_boot_ms: AtomicU64,
@@ -16,32 +25,59 @@ pub(super) struct Limits {
     reserved_cs_bits: AtomicU64,
 }
 
-impl Limits {
-    pub(super) fn new(
-        deadline_boot_ms: u64,
-        reserved_wall_ms: u64,
-        reserved_cs_bits: u64,
-    ) -> Limits {
-        Limits {
-            deadline_boot_ms: AtomicU64::new(deadline_boot_ms),
-            reserved_wall_ms: AtomicU64::new(reserved_wall_ms),
-            reserved_cs_bits: AtomicU64::new(reserved_cs_bits),
-        }
+/// A copy as the limits read now (a process copied by `fork` or a snapshot has the same).
+impl Clone for Limits {
+    fn clone(&self) -> Limits {
+        Limits::new(
+            self.deadline_boot_ms(),
+            self.reserved_wall_ms(),
+            self.reserved_cs_bits.load(Ordering::Acquire),
+        )
     }
+}
 
+/// `const` where the atomics allow it (std's; loom's are not), so that shared memory can be
+/// initialised with stopped limits at compile time.
+macro_rules! limits_new {
+    ($($const:ident)?) => {
+        /// Limits a lease publishes first: the deadline (boot ms; `u64::MAX` never expires),
+        /// the reservation's time limit (wall ms, less what the policy may run ahead) and its
+        /// clock-sequence bits (in place).
+        pub $($const)? fn new(
+            deadline_boot_ms: u64,
+            reserved_wall_ms: u64,
+            reserved_cs_bits: u64,
+        ) -> Limits {
+            Limits {
+                deadline_boot_ms: AtomicU64::new(deadline_boot_ms),
+                reserved_wall_ms: AtomicU64::new(reserved_wall_ms),
+                reserved_cs_bits: AtomicU64::new(reserved_cs_bits),
+            }
+        }
+    };
+}
+
+impl Limits {
+    #[cfg(not(loom))]
+    limits_new!(const);
+    #[cfg(loom)]
+    limits_new!();
+
+    /// The deadline (boot ms); 0 once stopped.
     #[inline(always)]
-    pub(super) fn deadline_boot_ms(&self) -> u64 {
+    pub fn deadline_boot_ms(&self) -> u64 {
         self.deadline_boot_ms.load(Ordering::Acquire)
     }
 
+    /// The reservation's time limit (wall ms); 0 once stopped.
     #[inline(always)]
-    pub(super) fn reserved_wall_ms(&self) -> u64 {
+    pub fn reserved_wall_ms(&self) -> u64 {
         self.reserved_wall_ms.load(Ordering::Acquire)
     }
 
     /// [`protocol::may_issue`] on the published limits.
     #[inline(always)]
-    pub(super) fn may_issue(&self, boot_ms: u64, wall_ms: u64, margin_ms: u64) -> bool {
+    pub fn may_issue(&self, boot_ms: u64, wall_ms: u64, margin_ms: u64) -> bool {
         protocol::may_issue(
             boot_ms,
             wall_ms,
@@ -56,7 +92,7 @@ impl Limits {
     /// previous one's limit (the renewal thread publishes the limit first, see
     /// [`Limits::publish`]). `ahead_ms`: what the policy may run ahead of the clock.
     #[inline(always)]
-    pub(super) fn covers(&self, cs_bits: u64, issued_ms: u64, ahead_ms: u64) -> bool {
+    pub fn covers(&self, cs_bits: u64, issued_ms: u64, ahead_ms: u64) -> bool {
         let reserved_cs_bits = self.reserved_cs_bits.load(Ordering::Acquire);
         let reserved_wall_ms = self.reserved_wall_ms();
         protocol::covers(
@@ -71,7 +107,7 @@ impl Limits {
     /// limit (within one clock sequence it only grows; for a new one it is lowered to this
     /// reservation before the clock sequence is published, so that no id of the new clock
     /// sequence passes the coverage check with the old limit), then the clock sequence.
-    pub(super) fn publish(&self, renewed: &Renewed, cs_bits: u64, expires: bool) {
+    pub fn publish(&self, renewed: &Renewed, cs_bits: u64, expires: bool) {
         if expires {
             self.deadline_boot_ms
                 .store(renewed.deadline_boot_ms, Ordering::Release);
@@ -86,10 +122,22 @@ impl Limits {
         self.reserved_cs_bits.store(cs_bits, Ordering::Release);
     }
 
-    /// Stops ids at once: a deadline and a reservation that every id has passed.
-    pub(super) fn stop(&self) {
-        self.deadline_boot_ms.store(0, Ordering::Release);
-        self.reserved_wall_ms.store(0, Ordering::Release);
+    /// Places a new lease's limits on stopped ones (a slot used again): the reservation and
+    /// its clock sequence first, the deadline last, so that nothing passes [`Limits::may_issue`]
+    /// before all three are the new lease's.
+    pub fn restart(&self, started: &Limits) {
+        let load = |atomic: &AtomicU64| atomic.load(Ordering::Acquire);
+        (self.reserved_wall_ms).store(load(&started.reserved_wall_ms), Ordering::SeqCst);
+        (self.reserved_cs_bits).store(load(&started.reserved_cs_bits), Ordering::SeqCst);
+        (self.deadline_boot_ms).store(load(&started.deadline_boot_ms), Ordering::SeqCst);
+    }
+
+    /// Stops ids at once: a deadline and a reservation that every id has passed. Sequentially
+    /// consistent, so that a driver that stops a slot and then reads whether any id path is
+    /// still inside it (the extension's readers) never misses one that read the old limits.
+    pub fn stop(&self) {
+        self.deadline_boot_ms.store(0, Ordering::SeqCst);
+        self.reserved_wall_ms.store(0, Ordering::SeqCst);
     }
 }
 
