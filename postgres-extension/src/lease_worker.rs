@@ -8,15 +8,15 @@
 //! only does the coordinator's I/O, sleeps on its latch, and writes what the Holder publishes
 //! to the slot's limits in shared memory.
 //!
-//! Start-up is not the Holder's yet (lease/src/holder.rs says so): it follows
-//! `LeasedGenerator::start` step by step with the same public pieces (`protocol::resume`, the
-//! skew verdict, `protocol::first_reservation`, the deadline of the grant).
+//! Start-up is clockflake-lease's `start_lease`, the driver of the same start-up machine
+//! (`holder::Start`) the leased generator starts with: the grant, the clock check, the
+//! worker's record resumed, the first reservation, the grant's own deadline.
 //!
 //! Healing: a lost lease (the Holder at its deadline, the coordinator saying so, the cheap
 //! check) stops its slot at once and publishes "no lease"; backends refuse with a retryable
 //! error meanwhile, never waiting. The worker gives the lost worker id back untouched and
 //! leases again at once, then after each failure with clockflake-lease's back-off
-//! (`FIRST_BACKOFF` doubling to `MAX_BACKOFF`), perhaps under another worker id; the new
+//! (`holder::Backoff`, the healing generator's), perhaps under another worker id; the new
 //! generator goes into another slot and a new generation (shared.rs). The same loop takes the
 //! first lease, so a coordinator down at server start is waited for the same way.
 //!
@@ -34,10 +34,9 @@
 
 use std::time::Duration;
 
-use clockflake::{Field, Generator, Layout, Options, State};
-use clockflake_lease::holder::{Answer, Holder, Now, Reply, Turn};
-use clockflake_lease::protocol::{self, Book, Terms};
-use clockflake_lease::{boot_ms, Coordinator, LeaseError, FIRST_BACKOFF, MAX_BACKOFF};
+use clockflake::{Field, Layout, Options};
+use clockflake_lease::holder::{Answer, Backoff, Holder, Now, Reply, Started, Turn};
+use clockflake_lease::{boot_ms, Coordinator, LeaseError};
 use pgrx::bgworkers::{
     BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags,
 };
@@ -107,146 +106,30 @@ enum Ended {
     Shutdown,
 }
 
-/// The start-up clock check (`max_skew`), as clockflake-lease's `check_clock` makes it: the
-/// coordinator's clock read once, compared with ours at the request's midpoint.
-fn check_clock(coordinator: &mut dyn Coordinator, shared: &Shared) -> Result<(), LeaseError> {
-    let Some(max_skew) = coordinator.max_skew() else {
-        return Ok(());
-    };
-    let sent_ms = shared.now_ms();
-    let sent = std::time::Instant::now();
-    let Some(server_ms) = coordinator.server_time_ms()? else {
-        return Ok(());
-    };
-    let round_trip_ms = u64::try_from(sent.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let local_ms = sent_ms.saturating_add(round_trip_ms / 2);
-    let skew_ms = i64::try_from(i128::from(local_ms) - i128::from(server_ms)).unwrap_or(i64::MAX);
-    let max_skew_ms = u64::try_from(max_skew.as_millis()).unwrap_or(u64::MAX);
-    if protocol::skew_refused(skew_ms, round_trip_ms, max_skew_ms) {
-        return Err(LeaseError::ClockSkew {
-            coordinator: coordinator.redacted_uri(),
-            local_ms,
-            server_ms,
-            skew_ms,
-            round_trip_ms,
-            max_skew_ms,
-        });
-    }
-    Ok(())
-}
-
-/// What a granted lease starts with.
-struct Started {
-    generator: Generator,
-    terms: Terms,
-    until_ms: u64,
-    latency_ms: u64,
-    deadline_boot_ms: u64,
-    clock_seq: u64,
-}
-
-/// `LeasedGenerator::resume_grant`'s steps: the clock check, the worker's record resumed,
-/// the first reservation persisted (twice when the first write was slow), refused when the
-/// grant came back after its own deadline.
-fn resume(
-    coordinator: &mut dyn Coordinator,
-    shared: &Shared,
-    layout: Layout,
-    reserve: Duration,
-    grant: &clockflake_lease::Grant,
-    sent_boot_ms: u64,
-) -> Result<Started, LeaseError> {
-    check_clock(coordinator, shared)?;
-    let now_ms = shared.now_ms();
-    layout.check_time(now_ms)?;
-    let (state, ready_at_ms) = protocol::resume(&layout, grant, now_ms, || {
-        format!(
-            "{} worker id {}",
-            coordinator.redacted_uri(),
-            grant.worker_id
-        )
-    })?;
-    // Core names a record of another layout or clock sequence (`INVALID_STATE`).
-    let options = Options::default();
-    let generator = Generator::resume(layout, &state, options)?;
-    let terms = Terms::new(grant.ttl, reserve, generator.policy(), options.max_drift_ms);
-    let mut until_ms = 0;
-    let mut latency_ms = 0;
-    for _ in 0..2 {
-        let start_ms = shared.now_ms().max(now_ms).max(ready_at_ms);
-        until_ms = protocol::first_reservation(&terms, start_ms, latency_ms, until_ms);
-        let mut first: State = generator.state();
-        first.reserve(until_ms);
-        let renew_sent_ms = boot_ms();
-        coordinator.renew(&first)?;
-        latency_ms = boot_ms().saturating_sub(renew_sent_ms);
-        if !protocol::first_write_was_slow(&terms, latency_ms) {
-            break;
-        }
-    }
-    let deadline_boot_ms = terms.deadline_after(sent_boot_ms);
-    let started_boot_ms = boot_ms();
-    if started_boot_ms >= deadline_boot_ms {
-        return Err(LeaseError::CoordinatorUnavailable {
-            coordinator: coordinator.redacted_uri(),
-            reason: format!(
-                "the grant and the first reservation took {} ms, past the lease deadline; \
-                 try again",
-                started_boot_ms.saturating_sub(sent_boot_ms)
-            ),
-        });
-    }
-    Ok(Started {
-        clock_seq: state.clock_seq,
-        generator,
-        terms,
-        until_ms,
-        latency_ms,
-        deadline_boot_ms,
-    })
-}
-
 impl Lease {
     /// Takes a worker id, resumes the generator from its record, persists the first
     /// reservation and installs both in a free slot.
     fn start(shared: &Shared, layout: Layout, uri: &str) -> Result<Lease, LeaseError> {
-        let workers = layout.max_worker_id() + 1;
-        if workers > clockflake_lease::MAX_LEASED_WORKERS {
-            return Err(LeaseError::TooManyWorkers { workers });
-        }
         let (mut coordinator, reserve) = unsignalled(|| clockflake_lease::connect(uri))?;
         shared.coordinator.set(&coordinator.redacted_uri());
-        let sent_boot_ms = boot_ms();
-        let now_ms = shared.now_ms();
-        let grant = unsignalled(|| coordinator.acquire(&layout, now_ms))?;
+        // Nothing ahead of the clock (core's default policy, clock sequences): see shared.rs.
         let started = unsignalled(|| {
-            resume(
+            clockflake_lease::start_lease(
                 coordinator.as_mut(),
-                shared,
                 layout,
+                Options::default(),
                 reserve,
-                &grant,
-                sent_boot_ms,
+                || shared.now_ms(),
             )
-        });
-        let started = match started {
-            Ok(started) => started,
-            Err(error) => {
-                // Nothing was issued: the worker id goes back untouched.
-                let _ = unsignalled(|| coordinator.release(None));
-                return Err(error);
-            }
-        };
+        })?;
+        let limits = started.limits();
         let Started {
             generator,
-            terms,
-            until_ms,
-            latency_ms,
+            holder,
+            worker_id,
             deadline_boot_ms,
-            clock_seq,
+            ..
         } = started;
-        let cs_bits = layout.place(Field::ClockSeq, clock_seq);
-        let reserved_wall_ms = until_ms - terms.ahead_ms;
         // A slot no backend reads: one is free unless backends paused inside calls hold
         // every other (then a moment later, within the lease's deadline).
         let slot = loop {
@@ -263,21 +146,17 @@ impl Lease {
                 });
             }
         };
-        shared.install(slot, generator, deadline_boot_ms, reserved_wall_ms, cs_bits);
+        shared.install(slot, generator, &limits);
         log!(
-            "clockflake: leased worker id {} from {} (reservations of {} ms)",
-            grant.worker_id,
+            "clockflake: leased worker id {worker_id} from {} (reservations of {} ms)",
             coordinator.redacted_uri(),
-            terms.reserve_ms
+            holder.terms().reserve_ms
         );
         Ok(Lease {
-            holder: Holder::started(
-                terms,
-                Book::started(until_ms, clock_seq, latency_ms, sent_boot_ms),
-            ),
+            holder,
             coordinator,
             slot,
-            worker_id: grant.worker_id,
+            worker_id,
             last_error: None,
         })
     }
@@ -296,8 +175,8 @@ impl Lease {
                 boot_ms: boot_ms(),
                 wall_ms: shared.now_ms(),
                 wanted_wall_ms: shared.wanted_wall_ms(),
-                deadline_boot_ms: slot.deadline_boot_ms(),
-                reserved_wall_ms: slot.reserved_wall_ms(),
+                deadline_boot_ms: slot.limits().deadline_boot_ms(),
+                reserved_wall_ms: slot.limits().reserved_wall_ms(),
                 clock_seq: generator.state().clock_seq,
             };
             match self.holder.poll(now) {
@@ -329,7 +208,7 @@ impl Lease {
                             deadline_moves,
                         } => {
                             let cs_bits = layout.place(Field::ClockSeq, renewed.clock_seq);
-                            slot.publish(&renewed, cs_bits, deadline_moves);
+                            slot.limits().publish(&renewed, cs_bits, deadline_moves);
                         }
                         Reply::Lose => {
                             return Ended::Lost(match result {
@@ -411,11 +290,11 @@ pub extern "C-unwind" fn clockflake_lease_worker_main(_arg: pg_sys::Datum) {
     if shared.current_slot().is_some() {
         shared.drop_lease(HEALING);
     }
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::new();
     loop {
         match Lease::start(shared, layout, &uri) {
             Ok(mut lease) => {
-                backoff = FIRST_BACKOFF;
+                backoff.succeeded();
                 shared.set_retry_at_ms(0);
                 if shared.losses.load(std::sync::atomic::Ordering::Relaxed) > 0 {
                     shared
@@ -451,19 +330,19 @@ pub extern "C-unwind" fn clockflake_lease_worker_main(_arg: pg_sys::Datum) {
                 shared
                     .failed_attempts
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let retry_in_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX);
+                let pause = backoff.failed();
+                let retry_in_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX);
                 shared.set_retry_at_ms(clockflake_lease::wall_ms() + retry_in_ms);
                 warning!(
                     "clockflake: no worker id leased, trying again in {retry_in_ms} ms: {}: \
                      {error}",
                     error.code()
                 );
-                if !BackgroundWorker::wait_latch(Some(backoff)) {
+                if !BackgroundWorker::wait_latch(Some(pause)) {
                     shared.drop_lease(STOPPED);
                     return;
                 }
                 shared.set_retry_at_ms(0);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
     }

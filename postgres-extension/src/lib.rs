@@ -349,7 +349,7 @@ fn lease_status() -> Result<pgrx::composite_type!('static, "lease_status"), Erro
         }
         // The deadline on the wall clock: ids stop then unless a renewal moves it.
         if let Some((slot, _)) = shared.current_slot() {
-            let deadline_boot_ms = slot.deadline_boot_ms();
+            let deadline_boot_ms = slot.limits().deadline_boot_ms();
             if deadline_boot_ms != 0 && deadline_boot_ms != u64::MAX {
                 let now_boot_ms = clockflake_lease::boot_ms();
                 let wall_ms =

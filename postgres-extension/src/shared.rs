@@ -4,10 +4,10 @@
 //!
 //! Leased (`clockflake.lease`): the lease worker (lease_worker.rs) places core's generator,
 //! resumed from the lease's state record, in one of [`SLOTS`] slots, each with the limits its
-//! lease publishes as `clockflake_lease`'s `LeasedGenerator` publishes them to its id path
-//! (the deadline on the boot clock, the persisted reservation and its clock sequence), and
-//! names it in `current`: a generation number and the slot. An id is handed out only if it
-//! passes `protocol::may_issue` before core issues it and `protocol::covers` after, on its
+//! lease publishes: `clockflake_lease::limits::Limits`, the type `LeasedGenerator`'s id path
+//! reads (the deadline on the boot clock, the persisted reservation and its clock sequence),
+//! and names it in `current`: a generation number and the slot. An id is handed out only if
+//! it passes `Limits::may_issue` before core issues it and `Limits::covers` after, on its
 //! slot's limits, and the generation it started under is still the current one.
 //!
 //! When the lease is lost the worker stops the slot's limits (every check fails from then
@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
 use std::time::Duration;
 
 use clockflake::{Error, Field, Generator, IdBlock, Layout};
-use clockflake_lease::protocol::{self, Renewed};
+use clockflake_lease::limits::Limits;
 use clockflake_lease::{boot_ms, wall_ms, LeaseError};
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
@@ -110,12 +110,10 @@ pub struct Slot {
     readers: AtomicU32,
     /// Written by the lease worker only while the slot is not current and has no readers.
     generator: UnsafeCell<MaybeUninit<Generator>>,
-    /// Boot ms before which ids may be issued (`u64::MAX`: a lease without a TTL); 0 stopped.
-    deadline_boot_ms: AtomicU64,
-    /// Latest wall ms an id may carry: the persisted reservation; 0 stopped.
-    reserved_wall_ms: AtomicU64,
-    /// The clock-sequence bits (in place) the persisted reservation is for.
-    reserved_cs_bits: AtomicU64,
+    /// The deadline, the persisted reservation and its clock sequence: clockflake-lease's own
+    /// limits, published by the lease worker in the order the leased generator's renewal
+    /// thread publishes them (and its loom models check); stopped: 0.
+    limits: Limits,
     /// The worker id the slot's generator holds.
     worker_id: AtomicU64,
 }
@@ -125,60 +123,14 @@ impl Slot {
         Slot {
             readers: AtomicU32::new(0),
             generator: UnsafeCell::new(MaybeUninit::uninit()),
-            deadline_boot_ms: AtomicU64::new(0),
-            reserved_wall_ms: AtomicU64::new(0),
-            reserved_cs_bits: AtomicU64::new(0),
+            limits: Limits::new(0, 0, 0),
             worker_id: AtomicU64::new(0),
         }
     }
 
-    fn may_issue(&self, boot_ms: u64, wall_ms: u64, margin_ms: u64) -> bool {
-        protocol::may_issue(
-            boot_ms,
-            wall_ms,
-            margin_ms,
-            self.deadline_boot_ms.load(Ordering::Acquire),
-            self.reserved_wall_ms.load(Ordering::Acquire),
-        )
-    }
-
-    /// `protocol::covers` on this slot's reservation: the clock sequence first, then the
-    /// time limit (the worker publishes them in the other order, as `Limits::publish` does).
-    fn covers(&self, cs_bits: u64, issued_ms: u64) -> bool {
-        let reserved_cs_bits = self.reserved_cs_bits.load(Ordering::Acquire);
-        let reserved_wall_ms = self.reserved_wall_ms.load(Ordering::Acquire);
-        protocol::covers(cs_bits, issued_ms, reserved_cs_bits, reserved_wall_ms)
-    }
-
-    pub fn deadline_boot_ms(&self) -> u64 {
-        self.deadline_boot_ms.load(Ordering::Acquire)
-    }
-
-    pub fn reserved_wall_ms(&self) -> u64 {
-        self.reserved_wall_ms.load(Ordering::Acquire)
-    }
-
-    /// The lease worker's: what an acknowledged renewal lets ids use (the order of
-    /// clockflake-lease's `Limits::publish`).
-    pub fn publish(&self, renewed: &Renewed, cs_bits: u64, deadline_moves: bool) {
-        if deadline_moves {
-            self.deadline_boot_ms
-                .store(renewed.deadline_boot_ms, Ordering::Release);
-        }
-        if renewed.same_clock_seq {
-            self.reserved_wall_ms
-                .fetch_max(renewed.reserved_wall_ms, Ordering::AcqRel);
-        } else {
-            self.reserved_wall_ms
-                .store(renewed.reserved_wall_ms, Ordering::Release);
-        }
-        self.reserved_cs_bits.store(cs_bits, Ordering::Release);
-    }
-
-    /// Stops ids at once: a deadline and a reservation every id has passed.
-    pub fn stop(&self) {
-        self.deadline_boot_ms.store(0, Ordering::SeqCst);
-        self.reserved_wall_ms.store(0, Ordering::SeqCst);
+    /// What the lease publishes to this slot's id path.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The slot's generator. For the lease worker, which wrote it, and for a backend counted
@@ -319,14 +271,7 @@ impl Shared {
 
     /// The lease worker's: places a new lease's generator and limits in the slot
     /// [`Shared::free_slot`] found, and makes it current.
-    pub fn install(
-        &self,
-        free: usize,
-        generator: Generator,
-        deadline_boot_ms: u64,
-        reserved_wall_ms: u64,
-        reserved_cs_bits: u64,
-    ) {
+    pub fn install(&self, free: usize, generator: Generator, limits: &Limits) {
         let current = self.current.load(Ordering::SeqCst);
         let slot = &self.slots[free % SLOTS];
         let worker_id = generator.worker_id();
@@ -335,12 +280,7 @@ impl Shared {
         // both sides), so it never reads the generator while it is written.
         unsafe { (*slot.generator.get()).write(generator) };
         slot.worker_id.store(worker_id, Ordering::Relaxed);
-        slot.reserved_wall_ms
-            .store(reserved_wall_ms, Ordering::SeqCst);
-        slot.reserved_cs_bits
-            .store(reserved_cs_bits, Ordering::SeqCst);
-        slot.deadline_boot_ms
-            .store(deadline_boot_ms, Ordering::SeqCst);
+        slot.limits.restart(limits);
         self.wanted_wall_ms.store(0, Ordering::Release);
         let generation = (current >> 8) + 1;
         self.current
@@ -358,7 +298,7 @@ impl Shared {
     pub fn drop_lease(&self, state: u32) {
         let current = self.current.load(Ordering::SeqCst);
         if let Some(slot) = self.slots.get((current & 0xff) as usize) {
-            slot.stop();
+            slot.limits.stop();
         }
         let generation = (current >> 8) + 1;
         self.current
@@ -434,9 +374,9 @@ impl Shared {
     fn limited_now(&self, slot: &Slot, margin_ms: u64) -> Result<u64, Miss> {
         let boot = boot_ms();
         let wall = wall_ms();
-        if slot.may_issue(boot, wall, margin_ms) {
+        if slot.limits.may_issue(boot, wall, margin_ms) {
             Ok(wall)
-        } else if boot.saturating_add(margin_ms) >= slot.deadline_boot_ms() {
+        } else if boot.saturating_add(margin_ms) >= slot.limits.deadline_boot_ms() {
             Err(Miss::PastDeadline)
         } else {
             self.want(wall);
@@ -450,7 +390,9 @@ impl Shared {
         let cs_bits = id & (layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq));
         let issued_ms =
             (id >> layout.shift(Field::Timestamp)) * layout.unit_ms() + layout.epoch_ms();
-        if slot.covers(cs_bits, issued_ms) {
+        // Nothing ahead of the clock: the extension's generator runs core's default policy
+        // (clock sequences).
+        if slot.limits.covers(cs_bits, issued_ms, 0) {
             return Ok(id);
         }
         // Dropped: the worker persists a reservation covering its clock sequence and time.
@@ -477,7 +419,7 @@ fn report(shared: &Shared, miss: Miss) -> ErrorReport {
             let now_ms = shared.now_ms();
             let reserved_until_ms = shared
                 .current_slot()
-                .map_or(0, |(slot, _)| slot.reserved_wall_ms());
+                .map_or(0, |(slot, _)| slot.limits.reserved_wall_ms());
             lease_report(
                 PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
                 &LeaseError::RenewalLate {
