@@ -1,17 +1,19 @@
 //! A simulated holder: one process with a leased generator, its id path and its renewal thread
 //! as `LeasedGenerator` runs them (lease/src/generator/), each decision made by the shipped
-//! code: core's `Generator` for ids, `clockflake_lease::protocol` for the lease (resume, terms,
-//! may-issue, the clock check), and the renewal thread's own state machine,
-//! `clockflake_lease::holder::Holder` (due times, backoff, the deadline, what a renewal
-//! publishes). What is simulated is only what the real one gets from the outside: its clocks,
-//! the coordinator's answers and the time they take, and the client's cancellation of a slow
-//! request.
+//! code: core's `Generator` for ids; the start-up machine, `clockflake_lease::holder::Start`
+//! (the clock check, resume, the first reservation and its second write, the grant's own
+//! deadline, when a worker id goes back); the limits the id path reads,
+//! `clockflake_lease::limits::Limits` (may-issue, coverage, publishing a renewal); and the
+//! renewal side's machine, `clockflake_lease::holder::Holder` (due times, backoff, the
+//! deadline, what a renewal publishes). What is simulated is only what the real one gets from
+//! the outside: its clocks, the coordinator's answers and the time they take, and the client's
+//! cancellation of a slow request.
 
 use std::time::Duration;
 
 use clockflake::{Error, Field, Generator, Layout, Options, State};
-use clockflake_lease::holder::{self as machine, Answer, Now, Reply};
-use clockflake_lease::protocol::{self, Book, Renewal, Terms};
+use clockflake_lease::holder::{self as machine, Answer, Clocks, Now, Reply, ServerClock, Step};
+use clockflake_lease::limits::Limits;
 use clockflake_lease::Grant;
 
 use crate::coordinator::Key;
@@ -49,9 +51,7 @@ pub struct Lease {
     /// The renewal thread's decisions (the production state machine).
     pub renewals: machine::Holder,
     /// The limits as published to the id path.
-    pub deadline_boot_ms: u64,
-    pub reserved_wall_ms: u64,
-    pub reserved_cs: u64,
+    pub limits: Limits,
     pub wanted_wall_ms: u64,
     pub in_flight: Option<InFlight>,
     /// Ids taken from core whose clock sequence waits for a reservation (real ms to give up).
@@ -59,15 +59,10 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// The coverage check of `LeasedGenerator`'s id path (`protocol::covers`).
+    /// The coverage check of `LeasedGenerator`'s id path (`Limits::covers`).
     fn covers(&self, layout: &Layout, id: u64, issued_ms: u64) -> bool {
         let cs_bits = id & (layout.field_max(Field::ClockSeq) << layout.shift(Field::ClockSeq));
-        protocol::covers(
-            cs_bits,
-            issued_ms,
-            layout.place(Field::ClockSeq, self.reserved_cs),
-            self.reserved_wall_ms + self.renewals.terms().ahead_ms,
-        )
+        (self.limits).covers(cs_bits, issued_ms, self.renewals.terms().ahead_ms)
     }
 }
 
@@ -75,21 +70,22 @@ impl Lease {
 pub enum Phase {
     /// Not running a generator: waiting to start (after a crash, a loss or a close).
     Idle,
-    /// `acquire` sent at that boot ms.
-    Acquiring {
-        sent_boot_ms: u64,
-    },
-    /// Granted; the first reservation sent.
-    FirstReservation {
-        grant: Grant,
-        token: Option<u64>,
-        gen: Generator,
-        terms: Terms,
-        renewal: Renewal,
-        acquire_sent_boot_ms: u64,
-        sent_boot_ms: u64,
+    /// `open` under way: the production start-up machine, and the grant once answered.
+    Starting {
+        start: Box<machine::Start>,
+        granted: Option<(u64, Option<u64>)>,
     },
     Active(Lease),
+}
+
+/// What the world does after a start-up step.
+pub enum Started {
+    /// Send this record as the first reservation (worker id, token).
+    Persist(u64, Option<u64>, State),
+    /// Refused: give this worker id back untouched, if one was granted.
+    Refused(Option<(u64, Option<u64>)>),
+    /// The generator runs.
+    Running,
 }
 
 pub struct Holder {
@@ -160,35 +156,16 @@ impl Holder {
                 .expect("a generator's own state resumes")
         };
         let phase = match &self.phase {
-            Phase::Idle => Phase::Idle,
-            Phase::Acquiring { sent_boot_ms } => Phase::Acquiring {
-                sent_boot_ms: *sent_boot_ms,
-            },
-            Phase::FirstReservation {
-                grant,
-                token,
-                gen,
-                terms,
-                renewal,
-                acquire_sent_boot_ms,
-                sent_boot_ms,
-            } => Phase::FirstReservation {
-                grant: grant.clone(),
-                token: *token,
-                gen: copy_gen(gen),
-                terms: *terms,
-                renewal: *renewal,
-                acquire_sent_boot_ms: *acquire_sent_boot_ms,
-                sent_boot_ms: *sent_boot_ms,
-            },
+            // A copy taken while `open` waits for the coordinator gets none of its answers
+            // (they go to the original's sockets; a fork copies only the forking thread): no
+            // generator comes of it.
+            Phase::Idle | Phase::Starting { .. } => Phase::Idle,
             Phase::Active(lease) => Phase::Active(Lease {
                 worker_id: lease.worker_id,
                 token: lease.token,
                 gen: copy_gen(&lease.gen),
                 renewals: lease.renewals.clone(),
-                deadline_boot_ms: lease.deadline_boot_ms,
-                reserved_wall_ms: lease.reserved_wall_ms,
-                reserved_cs: lease.reserved_cs,
+                limits: lease.limits.clone(),
                 wanted_wall_ms: lease.wanted_wall_ms,
                 in_flight: lease.in_flight.as_ref().map(|sent| InFlight { ..*sent }),
                 pending: Vec::new(),
@@ -226,93 +203,132 @@ impl Holder {
         }
     }
 
-    /// The answer to `acquire`: resume the grant (`protocol::resume`, core's `Generator::resume`)
-    /// and send the first reservation. `None`: refused (the caller releases the worker id).
-    pub fn granted(
+    /// `open` begins (`start_lease`): the start-up machine asks for a worker id.
+    pub fn begin_start(
         &mut self,
         layout: &Layout,
-        grant: Grant,
-        token: Option<u64>,
         reserve: Duration,
+        max_skew_ms: Option<u64>,
         real_ms: u64,
-    ) -> Option<Renewal> {
-        let Phase::Acquiring { sent_boot_ms } = self.phase else {
-            return None;
-        };
-        let now_ms = self.time_ms(real_ms);
-        let (state, ready_at_ms) = protocol::resume(layout, &grant, now_ms, String::new).ok()?;
-        let gen = Generator::resume(*layout, &state, Options::default()).ok()?;
-        let terms = Terms::new(
-            grant.ttl,
+    ) {
+        let mut start = machine::Start::new(
+            *layout,
+            Options::default(),
             reserve,
-            gen.policy(),
-            Options::default().max_drift_ms,
+            String::new(),
+            max_skew_ms.map(Duration::from_millis),
         );
-        let until_ms = protocol::first_reservation(&terms, now_ms.max(ready_at_ms), 0, 0);
-        let mut first = gen.state();
-        first.reserve(until_ms);
-        let renewal = Renewal {
-            state: first,
-            until_ms,
-            same_clock_seq: true,
+        let step = start.begin(self.clocks(real_ms));
+        debug_assert!(matches!(step, Step::Acquire { .. }));
+        self.phase = Phase::Starting {
+            start: Box::new(start),
+            granted: None,
         };
-        self.phase = Phase::FirstReservation {
-            grant,
-            token,
-            gen,
-            terms,
-            renewal,
-            acquire_sent_boot_ms: sent_boot_ms,
-            sent_boot_ms: self.boot_ms(real_ms),
-        };
-        Some(renewal)
     }
 
-    /// The first reservation is persisted: the generator starts, its deadline counted from the
-    /// `acquire` request (as `LeasedGenerator::start` counts it).
-    pub fn started(&mut self, real_ms: u64, deadline_from_answer: bool) {
-        let phase = std::mem::replace(&mut self.phase, Phase::Idle);
-        let Phase::FirstReservation {
-            grant,
-            token,
-            gen,
-            terms,
-            renewal,
-            acquire_sent_boot_ms,
-            sent_boot_ms,
-        } = phase
-        else {
-            self.phase = phase;
-            return;
+    fn clocks(&self, real_ms: u64) -> Clocks {
+        Clocks {
+            boot_ms: self.boot_ms(real_ms),
+            wall_ms: self.time_ms(real_ms),
+        }
+    }
+
+    /// The answer to `acquire`, with the skew between this holder's clock and the
+    /// coordinator's as the clock check's request would read it (its round trip taken as 0).
+    pub fn granted(
+        &mut self,
+        grant: Grant,
+        token: Option<u64>,
+        skew_ms: i64,
+        real_ms: u64,
+    ) -> Started {
+        let now = self.clocks(real_ms);
+        let Phase::Starting { start, granted } = &mut self.phase else {
+            return Started::Refused(Some((grant.worker_id, token)));
         };
-        let answered = self.boot_ms(real_ms);
-        let latency_ms = answered - sent_boot_ms;
-        let clock_seq = renewal.state.clock_seq;
-        let deadline_from = if deadline_from_answer {
-            answered
-        } else {
-            acquire_sent_boot_ms
+        *granted = Some((grant.worker_id, token));
+        let mut step = start.granted(grant, now);
+        if let Step::ReadClock = step {
+            let server = ServerClock {
+                sent_ms: now.wall_ms,
+                round_trip_ms: 0,
+                server_ms: (now.wall_ms as i64 - skew_ms) as u64,
+            };
+            step = start.clock_read(Some(server), now);
+        }
+        self.starting(step, real_ms, false)
+    }
+
+    /// The first reservation is persisted: written again when that was slow, or started,
+    /// its deadline counted from the `acquire` request (from this answer when
+    /// `deadline_from_answer`: a switched-off mechanism).
+    pub fn persisted(&mut self, real_ms: u64, deadline_from_answer: bool) -> Started {
+        let now = self.clocks(real_ms);
+        let Phase::Starting { start, .. } = &mut self.phase else {
+            return Started::Refused(None);
         };
-        self.phase = Phase::Active(Lease {
-            worker_id: grant.worker_id,
-            token,
-            deadline_boot_ms: terms.deadline_after(deadline_from),
-            reserved_wall_ms: renewal.until_ms - terms.ahead_ms,
-            reserved_cs: clock_seq,
-            renewals: machine::Holder::started(
-                terms,
-                Book::started(
-                    renewal.until_ms,
-                    clock_seq,
-                    latency_ms,
-                    acquire_sent_boot_ms,
-                ),
-            ),
-            gen,
-            wanted_wall_ms: 0,
-            in_flight: None,
-            pending: Vec::new(),
+        let step = start.persisted(now);
+        self.starting(step, real_ms, deadline_from_answer)
+    }
+
+    /// A start-up request failed: refused, the worker id given back if granted.
+    pub fn start_failed(&mut self) -> Started {
+        let Phase::Starting { start, .. } = &mut self.phase else {
+            return Started::Refused(None);
+        };
+        let step = start.failed(clockflake_lease::LeaseError::CoordinatorUnavailable {
+            coordinator: String::new(),
+            reason: "no answer".into(),
         });
+        self.starting(step, 0, false)
+    }
+
+    fn starting(&mut self, step: Step, real_ms: u64, deadline_from_answer: bool) -> Started {
+        let granted = match &self.phase {
+            Phase::Starting { granted, .. } => *granted,
+            _ => None,
+        };
+        match step {
+            Step::Persist(record) => {
+                let (worker, token) = granted.expect("a record is persisted after a grant");
+                Started::Persist(worker, token, record)
+            }
+            Step::Started(started) => {
+                let started = *started;
+                let token = granted.and_then(|(_, token)| token);
+                let mut limits = started.limits();
+                if deadline_from_answer {
+                    let deadline = started.holder.terms().deadline_after(self.boot_ms(real_ms));
+                    limits = Limits::new(
+                        deadline,
+                        started.reserved_wall_ms,
+                        started
+                            .generator
+                            .layout()
+                            .place(Field::ClockSeq, started.clock_seq),
+                    );
+                }
+                self.phase = Phase::Active(Lease {
+                    worker_id: started.worker_id,
+                    token,
+                    limits,
+                    renewals: started.holder,
+                    gen: started.generator,
+                    wanted_wall_ms: 0,
+                    in_flight: None,
+                    pending: Vec::new(),
+                });
+                Started::Running
+            }
+            Step::Refuse { release, .. } => {
+                self.phase = Phase::Idle;
+                Started::Refused(granted.filter(|_| release))
+            }
+            Step::Acquire { .. } | Step::ReadClock => {
+                self.phase = Phase::Idle;
+                Started::Refused(granted)
+            }
+        }
     }
 
     /// One id call (`LeasedGenerator::try_next_id`): core on the limited clock, then the
@@ -323,9 +339,9 @@ impl Holder {
         let Some(lease) = self.lease() else {
             return Err(Refusal::NotRunning);
         };
-        let (deadline_boot_ms, reserved_wall_ms) = (lease.deadline_boot_ms, lease.reserved_wall_ms);
+        let limits = &lease.limits;
         let limited_now = || {
-            if protocol::may_issue(boot_ms, wall_ms, 0, deadline_boot_ms, reserved_wall_ms) {
+            if limits.may_issue(boot_ms, wall_ms, 0) {
                 Ok(wall_ms)
             } else {
                 Err(Miss::Limit)
@@ -345,7 +361,7 @@ impl Holder {
                 Err(Refusal::Renewal)
             }
             Err(Miss::Limit) => {
-                if boot_ms >= lease.deadline_boot_ms {
+                if boot_ms >= lease.limits.deadline_boot_ms() {
                     return Err(Refusal::Lost);
                 }
                 lease.wanted_wall_ms = lease.wanted_wall_ms.max(wall_ms);
@@ -382,16 +398,8 @@ impl Holder {
         if deadline_from_answer {
             renewed.deadline_boot_ms = lease.renewals.terms().deadline_after(boot_ms);
         }
-        // `Limits::publish`.
-        if deadline_moves {
-            lease.deadline_boot_ms = renewed.deadline_boot_ms;
-        }
-        lease.reserved_wall_ms = if renewed.same_clock_seq {
-            lease.reserved_wall_ms.max(renewed.reserved_wall_ms)
-        } else {
-            renewed.reserved_wall_ms
-        };
-        lease.reserved_cs = renewed.clock_seq;
+        let cs_bits = layout.place(Field::ClockSeq, renewed.clock_seq);
+        lease.limits.publish(&renewed, cs_bits, deadline_moves);
         let pending = std::mem::take(&mut lease.pending);
         let (covered, waiting): (Vec<_>, Vec<_>) = pending
             .into_iter()
@@ -435,8 +443,8 @@ impl Holder {
             boot_ms,
             wall_ms,
             wanted_wall_ms: lease.wanted_wall_ms,
-            deadline_boot_ms: lease.deadline_boot_ms,
-            reserved_wall_ms: lease.reserved_wall_ms,
+            deadline_boot_ms: lease.limits.deadline_boot_ms(),
+            reserved_wall_ms: lease.limits.reserved_wall_ms(),
             clock_seq: lease.gen.state().clock_seq,
         };
         match lease.renewals.poll(now) {

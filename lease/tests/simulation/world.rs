@@ -6,10 +6,9 @@ use std::fmt;
 use std::time::Duration;
 
 use clockflake::{Field, Layout, State};
-use clockflake_lease::protocol;
 
 use crate::coordinator::{Answer, Applied, Claim, Coordinator, Key, Kind, Route};
-use crate::holder::{Holder, Phase, Refusal, Turn};
+use crate::holder::{Holder, Phase, Refusal, Started, Turn};
 use crate::rng::Rng;
 use crate::{Assumption, Mechanisms};
 use clockflake_lease::holder::LOOK_INTERVAL_MS;
@@ -601,12 +600,13 @@ impl World {
         let key = self.next_key;
         self.next_key += 1;
         let now = self.real_ms;
-        let boot = self.holders[holder].boot_ms(now);
         let h = &mut self.holders[holder];
         h.key = key;
         h.renewal_thread = true;
         h.anchor(now);
-        h.phase = Phase::Acquiring { sent_boot_ms: boot };
+        // The start-up clock check (`max_skew`), on coordinators with a clock.
+        let max_skew_ms = (self.coordinator.kind != Kind::Files).then_some(self.max_skew_ms as u64);
+        h.begin_start(&self.layout, self.reserve, max_skew_ms, now);
         self.log(|| format!("holder {holder} (life {key}) starts"));
         self.request(holder, Request::Acquire);
     }
@@ -888,6 +888,47 @@ impl World {
         }
     }
 
+    /// Does what a start-up step says: the first reservation (again), a worker id given back,
+    /// or the generator running.
+    fn start_step(&mut self, holder: usize, started: Started) {
+        match started {
+            Started::Persist(worker, token, state) => {
+                self.log(|| {
+                    format!(
+                        "holder {holder}: first reservation for worker {worker} in clock \
+                         sequence {}",
+                        state.clock_seq
+                    )
+                });
+                self.request(
+                    holder,
+                    Request::FirstReservation {
+                        worker,
+                        token,
+                        state,
+                    },
+                );
+            }
+            Started::Refused(granted) => {
+                self.log(|| format!("holder {holder}: start-up refused"));
+                if let Some((worker, token)) = granted {
+                    self.request(
+                        holder,
+                        Request::Release {
+                            worker,
+                            token,
+                            state: None,
+                        },
+                    );
+                }
+            }
+            Started::Running => {
+                self.holders[holder].next_wake_ms = self.real_ms;
+                self.log(|| format!("holder {holder} started"));
+            }
+        }
+    }
+
     fn answered(&mut self, reply: Reply) {
         let Reply {
             holder,
@@ -902,52 +943,16 @@ impl World {
         match (kind, answer) {
             (ReplyTo::Acquire, Some(Answer::Granted { grant, token })) => {
                 let worker = grant.worker_id;
-                // The start-up clock check (`max_skew`), on coordinators with a clock.
-                let refused_skew = self.coordinator.kind != Kind::Files
-                    && protocol::skew_refused(skew_ms, 0, self.max_skew_ms as u64);
                 self.acknowledge(key, applied_ms);
-                let renewal = if refused_skew {
-                    None
-                } else {
-                    self.holders[holder].granted(&layout, grant, token, self.reserve, self.real_ms)
-                };
-                match renewal {
-                    Some(renewal) => {
-                        self.log(|| format!("holder {holder} granted worker {worker}, resumes in clock sequence {}", renewal.state.clock_seq));
-                        self.request(
-                            holder,
-                            Request::FirstReservation {
-                                worker,
-                                token,
-                                state: renewal.state,
-                            },
-                        );
-                    }
-                    None => {
-                        self.log(|| {
-                            format!(
-                                "holder {holder} refuses worker {worker} (clock skew or record)"
-                            )
-                        });
-                        self.request(
-                            holder,
-                            Request::Release {
-                                worker,
-                                token,
-                                state: None,
-                            },
-                        );
-                        self.holders[holder].phase = Phase::Idle;
-                    }
-                }
+                let started = self.holders[holder].granted(grant, token, skew_ms, self.real_ms);
+                self.log(|| format!("holder {holder} granted worker {worker}"));
+                self.start_step(holder, started);
             }
             (ReplyTo::FirstReservation, Some(Answer::Renewed)) => {
                 self.acknowledge(key, applied_ms);
                 let deadline_from_answer = !self.mechanisms.deadline_from_request;
-                self.holders[holder].started(self.real_ms, deadline_from_answer);
-                let wake = self.real_ms;
-                self.holders[holder].next_wake_ms = wake;
-                self.log(|| format!("holder {holder} started"));
+                let started = self.holders[holder].persisted(self.real_ms, deadline_from_answer);
+                self.start_step(holder, started);
             }
             (ReplyTo::Renew(request), Some(Answer::Renewed)) => {
                 let matches = self.holders[holder]
@@ -985,10 +990,12 @@ impl World {
                 }
             }
             (ReplyTo::Acquire | ReplyTo::FirstReservation, None) => {
-                // Start-up failed (the real `open` returns the error; the worker id, if the
-                // grant was applied, expires on the coordinator).
+                // Start-up failed: the real `open` gives a granted worker id back untouched
+                // and returns the error (a grant applied but not answered expires on the
+                // coordinator).
                 self.log(|| format!("holder {holder}: start-up failed"));
-                self.holders[holder].phase = Phase::Idle;
+                let started = self.holders[holder].start_failed();
+                self.start_step(holder, started);
             }
             (_, Some(_)) => {
                 // LEASE_LOST or WORKER_POOL_EXHAUSTED: stop.
