@@ -6,6 +6,9 @@
 #                       PostgreSQL and on one ZooKeeper under wrk load with one frozen past its
 #                       TTL, and SIGTERM under load; PostgreSQL and ZooKeeper are throwaway
 #                       servers in temp dirs, always stopped
+#   make test-server-etcd  two servers on a three-member etcd cluster (scripts/etcd-cluster.sh, in a
+#                       temp dir, always stopped) whose leader is killed and restarted, then frozen,
+#                       under HTTP clients: 0 duplicates, no refusal, worker ids released on SIGTERM
 #   make test-server-schema  schemathesis (PyPI) against openapi.json and the server, 0 failures
 #   make test-server-image  the amd64 scratch image of a static debug build, built with podman and
 #                       run (scripts/server-image.sh)
@@ -70,6 +73,16 @@ test-server: setup-rust setup-wrk setup-faketime
 	export CLOCKFLAKE_PG_URL=$$($(SERVER_PG) url); \
 	export CLOCKFLAKE_ZK_URL=$$($(SERVER_ZK) start); \
 	$(CARGO) test -p clockflake-server -- --test-threads 1 --nocapture
+
+# server/tests/etcd.rs on its own cluster; CLOCKFLAKE_ETCD_REQUIRED makes a missing one fail.
+.PHONY: test-server-etcd
+test-server-etcd: setup-rust
+	$(CARGO) test -q -p clockflake-server --test etcd --no-run
+	export CLOCKFLAKE_ETCD_DIR=$$(mktemp -d /tmp/clockflake-server-etcd.XXXXXX) CLOCKFLAKE_ETCD_REQUIRED=1; \
+	trap '$(ROOT)/scripts/etcd-cluster.sh stop' EXIT; \
+	CLOCKFLAKE_ETCD_URL=$$($(ROOT)/scripts/etcd-cluster.sh start) || exit 1; \
+	export CLOCKFLAKE_ETCD_URL; \
+	$(CARGO) test -p clockflake-server --test etcd -- --nocapture
 
 bench-server: setup-rust setup-oha
 	$(CARGO) build -q --release -p clockflake-server
@@ -168,7 +181,7 @@ bench-server-peers: setup-rust setup-wrk
 	$(PYTHON) scripts/bench-server-peers.py $(ROOT)/target/release/clockflake-server
 
 DEMO_TARGETS += demo-server
-TEST_TARGETS += test-server test-server-schema
+TEST_TARGETS += test-server test-server-schema test-server-etcd
 # The image test runs the static binary the checks build: last, so that they have built it.
 LAST_TEST_TARGETS += test-server-image
 FIRST_CHECK_TARGETS += build-server-musl-test
