@@ -18,15 +18,19 @@
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clockflake::{Error as CoreError, Field, Layout, Options, Policy};
 use clockflake_lease::{
-    HealStats, HealingGenerator, LeaseError, LeaseGrant, LeaseOptions, LeaseStats, LeasedGenerator,
+    HealEvent, HealStats, HealingGenerator, LeaseError, LeaseGrant, LeaseOptions, LeaseStats,
+    LeasedGenerator,
 };
-use napi::bindgen_prelude::{BigInt, Either, External, Float64ArraySlice, Object};
-use napi::Env;
+use napi::bindgen_prelude::{BigInt, Either, External, Float64ArraySlice, Function, Object};
+use napi::threadsafe_function::{
+    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
+};
+use napi::{Env, Status};
 use napi_derive::napi;
 
 /// A napi error whose `.code` is the core's code (or one of this binding's argument codes).
@@ -203,6 +207,8 @@ pub struct Held {
     /// The worker id held when `close()` was called (`NONE`: none), which `workerId` keeps
     /// telling, as a closed lease does.
     closed_worker_id: AtomicU64,
+    /// Where a healing generator's events go (`None`: nowhere, or closed).
+    events: Events,
 }
 
 enum Kind {
@@ -214,24 +220,30 @@ enum Kind {
 const NONE: u64 = u64::MAX;
 
 impl Held {
-    fn new(kind: Kind) -> Held {
-        Held {
-            kind,
-            closed_worker_id: AtomicU64::new(NONE),
-        }
-    }
-
     fn open(
         uri: &str,
         layout: Layout,
         options: LeaseOptions,
         heal: bool,
+        events: Events,
     ) -> std::result::Result<Held, LeaseError> {
-        Ok(Held::new(if heal {
-            Kind::Healing(HealingGenerator::open(uri, layout, options)?)
+        let kind = if heal {
+            let coordinator = clockflake_lease::redact(uri);
+            let sink = Arc::clone(&events);
+            Kind::Healing(HealingGenerator::open_with_events(
+                uri,
+                layout,
+                options,
+                move |event| tell(&sink, &coordinator, event),
+            )?)
         } else {
             Kind::Once(clockflake_lease::open(uri, layout, options)?)
-        }))
+        };
+        Ok(Held {
+            kind,
+            closed_worker_id: AtomicU64::new(NONE),
+            events,
+        })
     }
 
     fn next_id(&self) -> std::result::Result<u64, LeaseError> {
@@ -331,6 +343,13 @@ impl Held {
     }
 
     fn close(&self) -> std::result::Result<(), LeaseError> {
+        // No event after close: the function goes (released from whichever thread this is).
+        drop(
+            self.events
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
         let held = match &self.kind {
             Kind::Once(gen) => Some(gen.worker_id()),
             Kind::Healing(gen) => gen.worker_id(),
@@ -347,6 +366,85 @@ impl Held {
             Kind::Once(gen) => gen.close(),
             Kind::Healing(gen) => gen.close(),
         }
+    }
+}
+
+/// What a healing generator tells JavaScript (js/leased.js makes it an event of the generator
+/// and a `NODE_DEBUG=clockflake` line): `kind` is `"lost"` (`worker_id`, `reason`),
+/// `"attemptFailed"` (`code`, `message`, `retry_at_ms` of the attempt's error, and
+/// `retry_in_ms`, the pause before the next attempt) or `"healed"` (`worker_id`).
+#[napi(object, object_from_js = false)]
+pub struct HealEventOut {
+    pub kind: String,
+    /// The coordinator, without any password.
+    pub coordinator: String,
+    pub worker_id: Option<f64>,
+    pub reason: Option<String>,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub retry_at_ms: Option<f64>,
+    pub retry_in_ms: Option<f64>,
+}
+
+/// A JavaScript function called on the event loop from the lease's threads: weak (it never
+/// keeps the event loop alive by itself), never blocking the caller (an unbounded queue).
+type OnEvent =
+    ThreadsafeFunction<HealEventOut, UnknownReturnValue, HealEventOut, Status, false, true>;
+
+/// A healing generator's events' way to JavaScript, dropped (released) at close.
+type Events = Arc<Mutex<Option<OnEvent>>>;
+
+/// The events' way to `on_event` (none: `None`), made on the JavaScript thread.
+fn events(on_event: Option<Function<HealEventOut, UnknownReturnValue>>) -> Result<Events> {
+    let function = match on_event {
+        Some(on_event) => Some(
+            on_event
+                .build_threadsafe_function::<HealEventOut>()
+                .weak::<true>()
+                .build()
+                .map_err(|error| bad_value(format!("onEvent: {error}")))?,
+        ),
+        None => None,
+    };
+    Ok(Arc::new(Mutex::new(function)))
+}
+
+/// Queues `event` for JavaScript, from the thread where it happened (the lease crate holds no
+/// lock meanwhile); dropped when nothing listens or the generator is closed.
+fn tell(events: &Events, coordinator: &str, event: &HealEvent) {
+    let out = |kind: &str| HealEventOut {
+        kind: kind.to_owned(),
+        coordinator: coordinator.to_owned(),
+        worker_id: None,
+        reason: None,
+        code: None,
+        message: None,
+        retry_at_ms: None,
+        retry_in_ms: None,
+    };
+    let out = match event {
+        HealEvent::Lost { worker_id, reason } => HealEventOut {
+            worker_id: worker_id.map(number),
+            reason: Some(reason.clone()),
+            ..out("lost")
+        },
+        HealEvent::AttemptFailed { error, retry_in } => HealEventOut {
+            code: Some(error.code().to_owned()),
+            message: Some(error.to_string()),
+            retry_at_ms: error.retry_at_ms().map(number),
+            retry_in_ms: Some(retry_in.as_millis() as f64),
+            ..out("attemptFailed")
+        },
+        HealEvent::Healed { worker_id } => HealEventOut {
+            worker_id: Some(number(*worker_id)),
+            ..out("healed")
+        },
+        _ => return,
+    };
+    let slot = events.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(on_event) = slot.as_ref() {
+        // Refused only while Node shuts the function down: nothing left to tell.
+        let _ = on_event.call(out, ThreadsafeFunctionCallMode::NonBlocking);
     }
 }
 
@@ -369,6 +467,8 @@ fn lease_options(
 /// Leases a worker id from the coordinator `uri` names and starts a generator under it, on
 /// the calling thread (`Generator.openSync`).
 #[napi(catch_unwind)]
+// The options arrive from JavaScript one by one (see `open_leased_async`).
+#[allow(clippy::too_many_arguments)]
 pub fn open_leased(
     layout: &External<Layout>,
     uri: String,
@@ -377,9 +477,11 @@ pub fn open_leased(
     max_drift_ms: Option<f64>,
     max_handover_wait_ms: Option<f64>,
     heal: bool,
+    on_event: Option<Function<HealEventOut, UnknownReturnValue>>,
 ) -> Result<External<Lease>> {
     let lease_options = lease_options(policy, max_wait_ms, max_drift_ms, max_handover_wait_ms)?;
-    lease(Held::open(&uri, **layout, lease_options, heal))
+    let events = events(on_event)?;
+    lease(Held::open(&uri, **layout, lease_options, heal, events))
         .map(|generator| External::new(Arc::new(generator)))
 }
 
@@ -474,15 +576,17 @@ pub fn open_leased_async<'env>(
     max_drift_ms: Option<f64>,
     max_handover_wait_ms: Option<f64>,
     heal: bool,
+    on_event: Option<Function<HealEventOut, UnknownReturnValue>>,
 ) -> Result<Object<'env>> {
     let lease_options = lease_options(policy, max_wait_ms, max_drift_ms, max_handover_wait_ms)?;
+    let events = events(on_event)?;
     let layout = **layout;
     let target = uri.clone();
     settle_on_thread(
         env,
         "open",
         uri,
-        move || Held::open(&target, layout, lease_options, heal),
+        move || Held::open(&target, layout, lease_options, heal, events),
         |generator| External::new(Arc::new(generator)),
     )
 }
