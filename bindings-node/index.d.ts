@@ -119,6 +119,29 @@ export interface OpenOptions {
 }
 
 /**
+ * The events of a healing generator (`Generator.open`, `heal` on) and what each listener gets.
+ * Also logged on stderr, one line each, when `NODE_DEBUG=clockflake` is set (silent otherwise).
+ *
+ * @example
+ * const gen = await Generator.open('postgres://app@db:5432/ids?app=orders&ttl=10s');
+ * gen.on('lost', ({ workerId, reason }) => logger.warn({ workerId, reason }, 'id lease lost'));
+ * gen.on('attemptFailed', ({ error, retryInMs }) => logger.warn({ code: error.code, retryInMs }, error.message));
+ * gen.on('healed', ({ workerId }) => logger.info({ workerId }, 'id lease healed'));
+ */
+export interface GeneratorEvents {
+  /**
+   * The lease was lost (`reason`: why): id calls throw the retryable `COORDINATOR_UNAVAILABLE`
+   * until a new lease is held. `workerId`: the worker id it held (`null` for a lease lost before
+   * it was in use).
+   */
+  lost: { workerId: number | null; reason: string };
+  /** An attempt to lease again failed with `error`; the next starts in `retryInMs` (100 ms, doubling to 5 s). */
+  attemptFailed: { error: ClockflakeError; retryInMs: number };
+  /** A new lease is held: ids again, carrying `workerId` (perhaps another than before). */
+  healed: { workerId: number };
+}
+
+/**
  * A coordinator URI (every one the lease accepts; tests/coordinators.test.mjs keeps the list
  * true): `file:///DIR?app=NAME`, `postgres://USER@HOST:PORT/DB?app=NAME&ttl=10s`,
  * `redis://[USER:PASSWORD@]HOST:PORT/DB?app=NAME&ttl=10s`, `zookeeper://HOST:PORT,.../PATH?ttl=10s`,
@@ -265,6 +288,22 @@ export declare class Generator {
   close(): Promise<void>;
   /** `close()` on the calling thread, which it blocks until the worker id is released (or throws). */
   closeSync(): void;
+  /**
+   * Adds a listener of a healing generator's event (see `GeneratorEvents`): `'lost'`,
+   * `'attemptFailed'`, `'healed'`; any other name throws `INVALID_ARG_VALUE`. Listeners run on
+   * the event loop (never on the lease's threads), in the order added, with the generator as
+   * `this`; one that throws is reported as an uncaught exception, as an EventEmitter's is. They
+   * never keep the process alive, and none runs after `close()`. A generator with a fixed worker
+   * id, or opened with `heal: false`, emits none. Returns the generator.
+   *
+   * @example
+   * gen.on('lost', ({ workerId, reason }) => console.warn(`worker id ${workerId} lost: ${reason}`));
+   */
+  on<E extends keyof GeneratorEvents>(event: E, listener: (this: Generator, event: GeneratorEvents[E]) => void): this;
+  /** `on`, for the next such event only. */
+  once<E extends keyof GeneratorEvents>(event: E, listener: (this: Generator, event: GeneratorEvents[E]) => void): this;
+  /** Removes a listener added with `on` or `once` (the one added last, if added more than once). */
+  off<E extends keyof GeneratorEvents>(event: E, listener: (this: Generator, event: GeneratorEvents[E]) => void): this;
 }
 
 /** `gen[Symbol.dispose]()` is `closeSync()`, for `using`; `gen[Symbol.asyncDispose]()` is `close()`, for `await using`. */

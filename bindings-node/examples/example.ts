@@ -1,7 +1,7 @@
 // Type-checked by `tsc --noEmit -p examples/tsconfig.json` (make test-node): the shipped
 // index.d.ts must accept this program and refuse the lines marked @ts-expect-error.
 import { Generator, PublicIds, decode, encode, idRange, layouts, describeLayout, guessLayout, isPlausible, jsonReplacer, stringify, suggestLayout } from 'clockflake';
-import type { ClockflakeError, GeneratorState, LayoutInfo, OpenOptions, Parts } from 'clockflake';
+import type { ClockflakeError, GeneratorEvents, GeneratorState, LayoutInfo, OpenOptions, Parts } from 'clockflake';
 
 const gen = new Generator({ workerId: 7, onRollback: 'clock-sequence', maxWaitMs: 5 });
 const id: bigint = gen.nextId();
@@ -47,6 +47,16 @@ function leasedSync(): bigint {
   return leasedGen.nextId();
 }
 void Generator.open('file:///var/lib/app/ids?app=orders').then(async (other: Generator) => {
+  // A healing generator's events, typed by name.
+  const onLost = ({ workerId, reason }: GeneratorEvents['lost']) => console.warn(workerId ?? 'none', reason);
+  other
+    .on('lost', onLost)
+    .on('attemptFailed', ({ error, retryInMs }) => console.warn(error.code, error.retryAtMs, retryInMs))
+    .once('healed', function (this: Generator, { workerId }) {
+      const again: number = workerId;
+      console.info(again, this.isActive);
+    })
+    .off('lost', onLost);
   const closing: Promise<void> = other.close();
   await closing;
   await other[Symbol.asyncDispose]();
@@ -69,6 +79,10 @@ Generator.open('file:///tmp/ids', { workerId: 1 });
 Generator.open('file:///tmp/ids', { clock: () => 0 });
 // @ts-expect-error the uri is a string
 Generator.open(new URL('file:///tmp/ids'));
+// @ts-expect-error a generator has no 'error' event
+gen.on('error', () => {});
+// @ts-expect-error 'healed' carries a worker id, not a reason
+gen.on('healed', ({ reason }) => reason);
 // @ts-expect-error a public id is a bigint, not a number
 codec.encode(5);
 // @ts-expect-error a key is bytes

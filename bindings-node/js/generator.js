@@ -5,7 +5,7 @@
 //   - a leased worker id (`Generator.open(uri)`): leased.js, the native addon's lease with ids
 //     issued in JavaScript within the ticks it grants (handed over by the entry point that can
 //     load the addon, see native.js).
-import { coded, integer, shown } from './errors.js';
+import { coded, integer, shown, typeError } from './errors.js';
 import { FixedWorker } from './fixed.js';
 import { generatorOptions } from './options.js';
 import { openLease, openLeaseAsync, restores } from './native.js';
@@ -22,6 +22,21 @@ const DISPOSE = typeof Symbol.dispose === 'symbol' ? Symbol.dispose : Symbol.for
 const ASYNC_DISPOSE = typeof Symbol.asyncDispose === 'symbol' ? Symbol.asyncDispose : Symbol.for('nodejs.asyncDispose');
 /** The constructor's first argument from `Generator.resume` and `Generator.open`, which pass what the generator holds as the second. */
 const HOLDING = Symbol('clockflake.holding');
+/** The events a healing generator emits (`gen.on(name, listener)`). */
+const EVENT_NAMES = ['lost', 'attemptFailed', 'healed'];
+
+/** An event name checked: a typo (or `'error'`, which no generator emits) is refused, never a listener that never runs. */
+function eventName(name) {
+  if (!EVENT_NAMES.includes(name)) {
+    throw coded(TypeError, 'INVALID_ARG_VALUE', `unknown event: expected one of ${EVENT_NAMES.map((known) => `'${known}'`).join(', ')}, found ${shown(name)}`);
+  }
+  return name;
+}
+
+function listenerFunction(listener) {
+  if (typeof listener !== 'function') throw typeError('listener', 'a function', listener);
+  return listener;
+}
 
 function stateError(message) {
   return coded(Error, 'INVALID_STATE', `invalid state: ${message}`);
@@ -57,6 +72,8 @@ export class Generator {
   #record;
   /** `restores` when the generator was made (see `restored`). */
   #restores = restores;
+  /** Event name to its listeners, in the order added (null: none yet). */
+  #listeners = null;
 
   /**
    * @param {object} options `{ workerId, layout?, onRollback?, maxWaitMs?, maxDriftMs?, clock? }`
@@ -65,6 +82,7 @@ export class Generator {
     if (options === HOLDING) {
       this.#held = held.generator;
       this.#record = held.record;
+      this.#held.opened?.();
       return;
     }
     const parsed = generatorOptions(options, OPTION_NAMES, 'options');
@@ -226,6 +244,77 @@ export class Generator {
    */
   state() {
     return this.#held.state();
+  }
+
+  /**
+   * Adds a listener of a healing generator's event (`Generator.open`, `heal` on): `'lost'`
+   * (`{ workerId, reason }`: ids are refused until a new lease is held), `'attemptFailed'`
+   * (`{ error, retryInMs }`: an attempt to lease again failed) or `'healed'` (`{ workerId }`: ids
+   * again). Listeners run on the event loop, in the order added, with the generator as `this`;
+   * one that throws is reported as an uncaught exception, as an EventEmitter's listener is. They
+   * never keep the process alive. Returns the generator.
+   */
+  on(event, listener) {
+    const name = eventName(event);
+    listenerFunction(listener);
+    if (this.#listeners === null) {
+      this.#listeners = new Map();
+      // A healing generator's events (leased.js) come to the listeners from now on. Held
+      // weakly: the addon's function for them is a GC root while the lease lives, and a
+      // generator dropped without close() must still be collected (which releases its lease).
+      // (Made here, not in the constructor: a new WeakRef keeps its target to the end of the
+      // job, which would delay that for every generator.)
+      if (typeof this.#held.listen === 'function') {
+        const generator = new WeakRef(this);
+        this.#held.listen((name, payload) => generator.deref()?.#emit(name, payload));
+      }
+    }
+    const listeners = this.#listeners.get(name);
+    if (listeners === undefined) this.#listeners.set(name, [listener]);
+    else listeners.push(listener);
+    return this;
+  }
+
+  /** `on`, for the next such event only. */
+  once(event, listener) {
+    const name = eventName(event);
+    listenerFunction(listener);
+    const generator = this;
+    function onceListener(payload) {
+      generator.off(name, onceListener);
+      return listener.call(this, payload);
+    }
+    onceListener.listener = listener;
+    return this.on(name, onceListener);
+  }
+
+  /** Removes a listener (the one added last, if added more than once; `once`'s too). Returns the generator. */
+  off(event, listener) {
+    const name = eventName(event);
+    listenerFunction(listener);
+    const listeners = this.#listeners?.get(name);
+    for (let at = (listeners?.length ?? 0) - 1; at >= 0; at -= 1) {
+      if (listeners[at] === listener || listeners[at].listener === listener) {
+        listeners.splice(at, 1);
+        break;
+      }
+    }
+    return this;
+  }
+
+  /** Calls the listeners of `name` (a copy of the list: one may remove itself); a throw goes to the uncaught exception handler. */
+  #emit(name, payload) {
+    const listeners = this.#listeners?.get(name);
+    if (listeners === undefined) return;
+    for (const listener of [...listeners]) {
+      try {
+        listener.call(this, payload);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
   }
 
   /** Made before `restored()`: what the generator holds is dropped, and every call refuses. */

@@ -25,6 +25,7 @@
 // inside the persisted reservation, above which any later holder starts.)
 // Anything else the grant cannot serve (an explicit time going back, a tick full up to the
 // park, the deadline near) drops the grant, and the lease decides as for any id.
+import { debuglog } from 'node:util';
 import * as engine from './engine.js';
 import { coded, integer, plainObject, typeError } from './errors.js';
 import { call, failed, fromNative, nativeAddon } from './native.js';
@@ -74,6 +75,80 @@ const EXTEND_MS = 100;
 /** Kept between the deadline handed over and the last id served here: the clocks' rounding (ms). */
 const DEADLINE_GUARD_MS = 2;
 
+/** `NODE_DEBUG=clockflake`: a line on stderr per event of a healing generator; silent otherwise. */
+const debug = debuglog('clockflake');
+
+/**
+ * The `NODE_DEBUG=clockflake` line of an event from the addon (`HealEventOut`): the wording of
+ * the Python package's log records, then the fields as JSON for a machine.
+ */
+function logEvent(event) {
+  const { kind, coordinator, workerId = null, retryInMs } = event;
+  const fields = JSON.stringify(
+    kind === 'attemptFailed' ? { event: kind, coordinator, code: event.code, retryInMs } : { event: kind, coordinator, workerId },
+  );
+  if (kind === 'lost') {
+    debug('lease lost (worker id %s, %s): %s; refusing ids and leasing again %s', workerId ?? 'none', coordinator, event.reason, fields);
+  } else if (kind === 'attemptFailed') {
+    debug('leasing again failed (%s): %s; next attempt in %d ms %s', coordinator, event.message, retryInMs, fields);
+  } else {
+    debug('leased worker id %s again (%s) %s', workerId, coordinator, fields);
+  }
+}
+
+/** An event from the addon as the generator emits it: its name and what its listeners get. */
+function eventPayload(event) {
+  if (event.kind === 'lost') return { workerId: event.workerId ?? null, reason: event.reason };
+  if (event.kind === 'attemptFailed') {
+    return { error: failed({ code: event.code, message: event.message, retryAtMs: event.retryAtMs ?? null }), retryInMs: event.retryInMs };
+  }
+  return { workerId: event.workerId };
+}
+
+/**
+ * A healing generator's events on their way from the addon's threads (a weak threadsafe
+ * function: it never keeps the process alive; released at close) to the generator's listeners,
+ * each logged first. One that arrives before the generator exists (a lease lost while it opened)
+ * waits for it, and goes out after the code that awaited the open has run, to its listeners.
+ */
+class HealEvents {
+  /** The generator's emit, once a listener was added (null: none, the event is only logged). */
+  #emit = null;
+  /** Events received before the generator and its first listeners were there (null: no more). */
+  #pending = [];
+  /** Set by close: events still on their way are logged, never emitted. */
+  #closed = false;
+
+  /** The function the addon calls on the event loop, one event at a time. */
+  receive = (event) => {
+    logEvent(event);
+    if (this.#closed) return;
+    if (this.#pending !== null) this.#pending.push(event);
+    else this.#emit?.(event.kind, eventPayload(event));
+  };
+
+  /** The generator exists: after the code that awaited it has run, waiting events go to its listeners. */
+  opened() {
+    setImmediate(() => {
+      const pending = this.#pending ?? [];
+      this.#pending = null;
+      for (const event of pending) {
+        if (!this.#closed) this.#emit?.(event.kind, eventPayload(event));
+      }
+    });
+  }
+
+  /** From now on, events go to `emit(name, payload)` (the generator's, at its first listener). */
+  listen(emit) {
+    this.#emit = emit;
+  }
+
+  close() {
+    this.#closed = true;
+    this.#pending = null;
+  }
+}
+
 /** What every id call of a closed generator throws: core's GENERATOR_CLOSED, as the addon's. */
 function closedError() {
   return engine.coreError('GENERATOR_CLOSED');
@@ -105,6 +180,8 @@ export class Leased {
   #closed = false;
   /** The promise of the first `closeAsync()`, which every later one returns. */
   #closing = null;
+  /** A healing generator's events (null: `heal: false`, no events). */
+  #events;
 
   /** What an open needs, checked: the addon, the layout's handle, the options. */
   static #prepare(uri, options) {
@@ -119,8 +196,9 @@ export class Leased {
   /** Leases a worker id from `uri` with `Generator.open`'s options, on this thread (`Generator.openSync`). */
   static open(uri, options) {
     const { native, layout, parsed, resolved } = Leased.#prepare(uri, options);
-    const lease = call(native.openLeased, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs, parsed.heal);
-    return new Leased(native, lease, parsed.record, resolved);
+    const events = parsed.heal ? new HealEvents() : null;
+    const lease = call(native.openLeased, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs, parsed.heal, events?.receive);
+    return new Leased(native, lease, parsed.record, resolved, events);
   }
 
   /**
@@ -129,17 +207,29 @@ export class Leased {
    */
   static async openAsync(uri, options) {
     const { native, layout, parsed, resolved } = Leased.#prepare(uri, options);
-    const outcome = await call(native.openLeasedAsync, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs, parsed.heal);
+    const events = parsed.heal ? new HealEvents() : null;
+    const outcome = await call(native.openLeasedAsync, layout, uri, parsed.onRollback, parsed.maxWaitMs, parsed.maxDriftMs, parsed.maxHandoverWaitMs, parsed.heal, events?.receive);
     const error = failed(outcome);
     if (error !== null) throw error;
-    return new Leased(native, outcome, parsed.record, resolved);
+    return new Leased(native, outcome, parsed.record, resolved, events);
   }
 
-  constructor(native, lease, record, options) {
+  constructor(native, lease, record, options, events) {
     this.#native = native;
     this.#lease = lease;
     this.#record = record;
     this.#options = options;
+    this.#events = events;
+  }
+
+  /** Called by the generator (generator.js) once it exists. */
+  opened() {
+    this.#events?.opened();
+  }
+
+  /** Called by the generator at its first listener: a healing generator's events go to `emit(name, payload)`. */
+  listen(emit) {
+    this.#events?.listen(emit);
   }
 
   nextId() {
@@ -304,6 +394,7 @@ export class Leased {
   /** Closes on this thread (`closeSync`). */
   close() {
     this.#closed = true;
+    this.#events?.close();
     this.#drop();
     call(this.#native.leasedClose, this.#lease);
   }
@@ -316,6 +407,7 @@ export class Leased {
   closeAsync() {
     if (this.#closing === null) {
       this.#closed = true;
+      this.#events?.close();
       this.#drop();
       this.#closing = (async () => {
         const error = failed(await call(this.#native.leasedCloseAsync, this.#lease));
