@@ -93,14 +93,17 @@ struct Seen {
     longest: Duration,
 }
 
-/// Fetches `/v1/ids?count=...` and `/v1/id` from `base` until `stop`, keeping every id.
-fn collector(base: String, stop: Arc<AtomicBool>, seed: u64) -> JoinHandle<Seen> {
+/// Fetches `/v1/ids?count=...` and `/v1/id` from `base` until `stop` (only `/v1/id` unless
+/// `batches`), keeping every id. A batch waits through refusals that end within its 10 s, so
+/// an outage shows in a batch as a slow answer; `/v1/id` waits at most 100 ms, then answers
+/// 503.
+fn collector(base: String, stop: Arc<AtomicBool>, seed: u64, batches: bool) -> JoinHandle<Seen> {
     std::thread::spawn(move || {
         let client = common::client();
         let mut rng = Rng(seed);
         let mut seen = Seen::default();
         while !stop.load(Ordering::Relaxed) {
-            let single = rng.below(4) == 0;
+            let single = !batches || rng.below(4) == 0;
             let url = if single {
                 format!("{base}/v1/id")
             } else {
@@ -175,10 +178,20 @@ fn two_servers_keep_their_leases_through_a_leader_killed_and_a_member_frozen() {
         .collect();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let collectors: Vec<JoinHandle<Seen>> = servers
+    // Two clients per server: batches and single ids, and single ids only.
+    let collectors: Vec<[JoinHandle<Seen>; 2]> = servers
         .iter()
         .enumerate()
-        .map(|(i, s)| collector(s.base.clone(), Arc::clone(&stop), 0xe7cd + i as u64))
+        .map(|(i, s)| {
+            [true, false].map(|batches| {
+                collector(
+                    s.base.clone(),
+                    Arc::clone(&stop),
+                    0xe7cd + i as u64,
+                    batches,
+                )
+            })
+        })
         .collect();
     let watchers: Vec<JoinHandle<Vec<(u64, u16, String)>>> = servers
         .iter()
@@ -205,7 +218,19 @@ fn two_servers_keep_their_leases_through_a_leader_killed_and_a_member_frozen() {
     std::thread::sleep(Duration::from_millis(1500));
 
     stop.store(true, Ordering::Relaxed);
-    let seen: Vec<Seen> = collectors.into_iter().map(|c| c.join().unwrap()).collect();
+    let seen: Vec<Seen> = collectors
+        .into_iter()
+        .map(|clients| {
+            let mut seen = Seen::default();
+            for client in clients {
+                let mut one = client.join().unwrap();
+                seen.ids.append(&mut one.ids);
+                seen.refusals.append(&mut one.refusals);
+                seen.longest = seen.longest.max(one.longest);
+            }
+            seen
+        })
+        .collect();
     let red: Vec<_> = watchers.into_iter().map(|w| w.join().unwrap()).collect();
     let steps = steps.join(", ");
 
