@@ -313,11 +313,13 @@ impl fmt::Display for LeaseError {
                 last_error,
                 retry_at_ms,
             } => {
-                write!(
-                    f,
-                    "coordinator unavailable: {coordinator}: the lease was lost ({lost}) and is \
-                     being taken again; no id until then"
-                )?;
+                write!(f, "coordinator unavailable: {coordinator}: the lease was lost")?;
+                // The reason is recorded a moment after the id path stops: an early refusal
+                // has none yet.
+                if !lost.is_empty() {
+                    write!(f, " ({lost})")?;
+                }
+                write!(f, " and is being taken again; no id until then")?;
                 if let Some(error) = last_error {
                     write!(f, " (last attempt: {error})")?;
                 }

@@ -122,7 +122,7 @@ enum Phase {
     /// `acquire` sent.
     Acquiring,
     /// Granted; the coordinator's clock asked for.
-    Clock(Grant),
+    Clock(Box<Grant>),
     Persisting(Box<Persisting>),
     /// Started or refused: nothing more to do.
     Done,
@@ -192,7 +192,7 @@ impl Start {
         }
         self.granted = true;
         if self.max_skew.is_some() {
-            self.phase = Phase::Clock(grant);
+            self.phase = Phase::Clock(Box::new(grant));
             Step::ReadClock
         } else {
             self.resume(grant, now)
@@ -223,7 +223,7 @@ impl Start {
             }
             self.measured_skew_ms = Some(skew_ms);
         }
-        self.resume(grant, now)
+        self.resume(*grant, now)
     }
 
     /// Resumes the worker's record under the grant and asks for the first reservation.
