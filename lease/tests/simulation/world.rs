@@ -60,6 +60,10 @@ enum Request {
         reply: ReplyTo,
         /// Real ms of the keep-alive: the lease's TTL counts from then.
         kept_alive_ms: u64,
+        /// The renewal's number (0: the first reservation): the write expects the record's
+        /// revision its holder last wrote, so an older renewal's write landing after a newer
+        /// one's is refused (marks never lowered).
+        request: u64,
         worker: u64,
         token: Option<u64>,
         state: State,
@@ -680,18 +684,21 @@ impl World {
                 let down = self.coordinator.kind.quorum() && self.real_ms < self.down_until[member];
                 let current = generation == self.coordinator.generation && !down;
                 if let (true, Kind::Etcd) = (current, self.coordinator.kind) {
-                    if let Request::FirstReservation {
-                        worker,
-                        token,
-                        state,
-                    }
-                    | Request::Renew {
-                        worker,
-                        token,
-                        state,
-                        ..
-                    } = request
-                    {
+                    let renewal = match request {
+                        Request::FirstReservation {
+                            worker,
+                            token,
+                            state,
+                        } => Some((0, worker, token, state)),
+                        Request::Renew {
+                            request,
+                            worker,
+                            token,
+                            state,
+                        } => Some((request, worker, token, state)),
+                        _ => None,
+                    };
+                    if let Some((renewal, worker, token, state)) = renewal {
                         // etcd's renewal is two rounds: the keep-alive, then (once it said the
                         // lease is alive) the fenced record write.
                         let server = self.server_ms();
@@ -709,6 +716,7 @@ impl World {
                                     request: Request::EtcdRecord {
                                         reply: kind,
                                         kept_alive_ms: applied_ms,
+                                        request: renewal,
                                         worker,
                                         token,
                                         state,
@@ -790,7 +798,7 @@ impl World {
         let identity = self.holders[holder].identity;
         let mechanisms = self.mechanisms;
         let renewal = match request {
-            Request::Renew { request, .. } => request,
+            Request::Renew { request, .. } | Request::EtcdRecord { request, .. } => request,
             _ => 0,
         };
         let claim = |worker, token| Claim {
