@@ -1,5 +1,6 @@
 """Two builds of the package side by side in one run: the per-call cost of a static
-generator's next_id(), a leased one's (file://) and decode(), for a change's before and after.
+generator's next_id(), a leased one's (file://; healing, the default, and with heal=False, which
+a build from before healing reads as a plain open) and decode(), for a change's before and after.
 
     .venv/bin/python bindings-python/bench/compare.py BEFORE_DIR AFTER_DIR
 
@@ -29,16 +30,22 @@ from timing import raw_cost
 
 with tempfile.TemporaryDirectory() as pool:
     leased = clockflake.Generator.open(f"file://{pool}?app=bench")
+    try:
+        once = clockflake.Generator.open(f"file://{pool}?app=bench-once", heal=False)
+    except TypeError:  # a build from before healing: every leased generator is one lease
+        once = clockflake.Generator.open(f"file://{pool}?app=bench-once")
     static = clockflake.Generator(worker_id=1)
     an_id = static.next_id()
     print(json.dumps({"file": clockflake.__file__,
                       "next_id": raw_cost(static.next_id),
                       "leased next_id": raw_cost(leased.next_id),
+                      "leased, heal=False": raw_cost(once.next_id),
                       "decode": raw_cost(lambda: clockflake.decode(an_id)),
                       "empty call": raw_cost(lambda: None)}))
     leased.close()
+    once.close()
 """
-CALLS = ["next_id", "leased next_id", "decode", "empty call"]
+CALLS = ["next_id", "leased next_id", "leased, heal=False", "decode", "empty call"]
 # The child imports `timing` (bench.py's "raw" measurement) from this folder.
 HERE = os.path.dirname(os.path.abspath(__file__))
 
