@@ -222,13 +222,15 @@ document.title = 'ok ' + id + ' ' + decode(id).workerId;
       `import { Snowflake } from ${JSON.stringify(bin('@sapphire/snowflake/dist/esm/index.mjs'))}; const s = new Snowflake(1704067200000n); const id = s.generate(); document.title = String(s.deconstruct(id).timestamp);`,
     ),
   };
-  // Budgets (issue 13): decode-only 3 kB, the full package (JS + deflated inlined wasm) 31 kB:
+  // Budgets (issue 13): decode-only 3 kB, the full package (JS + deflated inlined wasm) 32 kB:
   // 25 kB until issue 24, which found the package at 24,973 B and added core's Layout::suggest to
   // the engine (about 300 B gzipped) and the layout-as-an-option check to decode (about 50 B);
   // 26 kB until public ids moved to NIST FF1, whose AES and FF1 rounds in the engine add about
-  // 4.8 kB gzipped.
-  await check(`bundle sizes (gzip): decode-only ${sizes.decodeOnly} B <= 3000, full JS + wasm ${sizes.full} B <= 31000`, () => {
-    assert.ok(sizes.decodeOnly <= 3000 && sizes.full <= 31000, JSON.stringify(sizes));
+  // 4.8 kB gzipped; 31 kB until the engine exported core's guess_preset and is_plausible (about
+  // 0.4 kB, replacing a JavaScript copy of the rule) and the Generator class gained the healing
+  // events' on/once/off (about 0.4 kB; browsers carry it though only Node's leases emit).
+  await check(`bundle sizes (gzip): decode-only ${sizes.decodeOnly} B <= 3000, full JS + wasm ${sizes.full} B <= 32000`, () => {
+    assert.ok(sizes.decodeOnly <= 3000 && sizes.full <= 32000, JSON.stringify(sizes));
   });
   console.log(`sizes ${JSON.stringify(sizes)}`);
   const write = process.argv.indexOf('--write-benchmarks');
@@ -253,7 +255,7 @@ Command: \`node bindings-node/smoke/run.mjs --write-benchmarks BENCHMARKS.md\` (
 | bundle (esbuild --minify, gzip -9) | size | budget |
 |---|---|---|
 | \`clockflake/decode\` (decode only, plain JS) | ${kb(sizes.decodeOnly)} | 3 kB |
-| \`clockflake\` (generate + decode: JS + inlined wasm) | ${kb(sizes.full)} | 31 kB |
+| \`clockflake\` (generate + decode: JS + inlined wasm) | ${kb(sizes.full)} | 32 kB |
 | \`@sapphire/snowflake\` 3.5.5 (generate + deconstruct) | ${kb(sizes.sapphire)} | |
 ${end}`;
   const at = text.indexOf(begin);
