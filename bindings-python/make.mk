@@ -1,5 +1,6 @@
 # clockflake Python package (bindings-python/): pyo3 + maturin, tests with pytest.
-#   make setup-python   virtualenv $(ROOT)/.venv with maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel
+#   make setup-python   virtualenv $(ROOT)/.venv with maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel,
+#                       pydantic, opentelemetry-api and -sdk
 #   make test-python    shared vectors + binding tests (pytest), stubtest, ruff, clippy
 #   make build-python-wheel  the release wheel (linux x86_64, manylinux2014) into target/wheels
 #   make test-python-dist  that wheel installed into fresh virtualenvs of Python 3.10 to 3.13, and
@@ -19,8 +20,10 @@
 PY_DIR := $(ROOT)/bindings-python
 PY_VENV := $(ROOT)/.venv
 PY_BIN := $(PY_VENV)/bin/python
-# pydantic: clockflake.pydantic's tests and stubtest (the package itself does not depend on it).
-PY_DEV_DEPS := "maturin>=1.9.4,<2" pytest hypothesis mypy ruff ziglang auditwheel "pydantic>=2.7,<3"
+# pydantic: clockflake.pydantic's tests and stubtest (the package itself does not depend on it);
+# opentelemetry: clockflake.otel's tests, types and docs snippet (the extra `clockflake[otel]`).
+PY_DEV_DEPS := "maturin>=1.9.4,<2" pytest hypothesis mypy ruff ziglang auditwheel "pydantic>=2.7,<3" \
+  opentelemetry-api==1.45.2 opentelemetry-sdk==1.45.2
 # Every Python file of the package, and the reference scripts of the shared vectors.
 PY_LINT_PATHS := $(PY_DIR)/python $(PY_DIR)/tests $(PY_DIR)/bench $(PY_DIR)/examples $(PY_DIR)/scripts \
   $(ROOT)/tests/vectors
@@ -31,7 +34,7 @@ PY_BENCH_DEPS := snowflake-id snowflake-id-toolkit uuid-utils python-ulid
 # Idempotent: makes the virtualenv only if missing, installs the tools only if one is missing.
 setup-python:
 	@test -x $(PY_BIN) || $(PYTHON) -m venv $(PY_VENV)
-	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel, pydantic" 2>/dev/null \
+	@$(PY_BIN) -c "import maturin, pytest, hypothesis, mypy, ruff, ziglang, auditwheel, pydantic, opentelemetry.sdk" 2>/dev/null \
 	  || $(PY_BIN) -m pip install -q $(PY_DEV_DEPS)
 
 # The extension in $(BINDINGS_PROFILE), installed into the virtualenv (editable: python/clockflake is
@@ -61,7 +64,7 @@ test-core: setup-faketime
 test-python: build-python setup-faketime
 	cd $(PY_DIR) && $(PY_BIN) -m pytest -q tests
 	cd $(PY_DIR) && $(PY_BIN) -m mypy.stubtest clockflake --allowlist tests/stubtest-allowlist.txt
-	cd $(PY_DIR) && $(PY_BIN) -m mypy --strict tests/typing_check.py
+	cd $(PY_DIR) && $(PY_BIN) -m mypy --strict tests/typing_check.py python/clockflake/otel.py tests/test_otel.py
 
 # The release wheel for linux x86_64 (manylinux2014) into target/wheels, as make dist builds it
 # (scripts/dist-python.sh, in target/dist). One of make test's checks; under a lock, because the
