@@ -138,11 +138,54 @@ def test_arguments_are_checked(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgValueError, match="already instrumented"):
         instrument(gen, provider)
     handle.close()
-    instrument(gen, provider).close()  # again after close
+    handle = instrument(gen, provider)  # again after close
+    other = Generator.open(f"file://{tmp_path}?app=orders")
+    with pytest.raises(InvalidArgValueError, match="same attributes"):
+        instrument(other, provider)  # the same coordinator: its points would collide
+    instrument(other, provider, attributes={"app": "other"}).close()
+    other.close()
+    reopened = Generator.open(f"file://{tmp_path}?app=orders")
+    gen.close()
+    instrument(reopened, provider)  # gen closed: its attributes are free again
+    reopened.close()
+    assert handle.closed
     with pytest.raises(InvalidArgTypeError, match=r"expected a clockflake\.Generator"):
         instrument("orders", provider)  # type: ignore[arg-type]
-    gen.close()
     provider.shutdown()
+
+
+def test_the_global_provider_set_before_or_after_instrument(tmp_path: Path) -> None:
+    """With meter_provider=None, generators instrumented before the application sets the SDK's
+    global provider and after it are all observed (a process of its own: the global provider
+    can be set once)."""
+    script = textwrap.dedent(
+        f"""
+        from opentelemetry import metrics
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from clockflake import Generator
+        from clockflake.otel import instrument
+        before = Generator.open("file://{tmp_path}?app=orders")
+        instrument(before, attributes={{"app": "before"}})
+        reader = InMemoryMetricReader()
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        after = Generator.open("file://{tmp_path}?app=orders")
+        instrument(after, attributes={{"app": "after"}})
+        data = reader.get_metrics_data()
+        for metric in data.resource_metrics[0].scope_metrics[0].metrics:
+            if metric.name == "clockflake.lease.worker_id":
+                for point in metric.data.data_points:
+                    print(point.attributes["app"], point.value)
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert sorted(run.stdout.splitlines()) == ["after 1", "before 0"], run.stderr
 
 
 def test_without_opentelemetry_the_documented_error() -> None:

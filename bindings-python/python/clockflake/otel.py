@@ -38,7 +38,8 @@ nothing more for it and drops the reference (its counters restart at 0 once clos
 cumulative counter must not show). ``handle.close()`` (or leaving ``with instrument(gen):``) stops
 observing at once. OpenTelemetry has no way to remove an instrument: the instruments are made
 once per meter provider and observe every generator registered with it, so several generators can
-be instrumented side by side (give each its own ``attributes`` if they share a coordinator). After
+be instrumented side by side: each needs its own attributes (two on one coordinator, or two
+static generators, are told apart with ``attributes=``; the same set twice is refused). After
 ``os.fork()`` the child observes its own generator (which leases its own worker id there).
 """
 
@@ -189,10 +190,20 @@ class _Registry:
 
     def add(self, generator: Generator, attributes: dict[str, AttributeValue]) -> GeneratorMetrics:
         with self._lock:
+            for handle in list(self._handles):  # closed generators no longer count
+                if handle._generator is None or handle._generator.stats()["state"] == "closed":
+                    self._handles.remove(handle)
+                    handle._generator = None
             if any(handle._generator is generator for handle in self._handles):
                 raise InvalidArgValueError(
                     "clockflake.otel.instrument: this generator is already instrumented on this "
                     "meter provider (close the first handle, or keep using it)"
+                )
+            if any(handle._attributes == attributes for handle in self._handles):
+                raise InvalidArgValueError(
+                    f"clockflake.otel.instrument: another generator is instrumented on this meter "
+                    f"provider with the same attributes {attributes!r}: their points would "
+                    f"collide; tell them apart with attributes={{...}}"
                 )
             handle = GeneratorMetrics(self, generator, attributes)
             self._handles.append(handle)
@@ -233,6 +244,11 @@ class _Registry:
         return callback
 
 
+class _GlobalProvider:
+    """The key of the global meter provider's instruments."""
+
+
+_GLOBAL = _GlobalProvider()
 _registries: weakref.WeakKeyDictionary[object, _Registry] = weakref.WeakKeyDictionary()
 _registries_lock = threading.Lock()
 
@@ -245,12 +261,15 @@ def instrument(
 ) -> GeneratorMetrics:
     """Observes ``generator``'s ``stats()`` as OpenTelemetry metrics (see the module's docs).
 
-    ``meter_provider``: the global one (``opentelemetry.metrics.get_meter_provider()``) if None.
-    ``attributes``: added to every point (say, ``{"clockflake.generator": "orders"}`` to tell
-    apart two generators on one coordinator). Returns a handle whose ``close()`` stops observing.
+    ``meter_provider``: the global one if None (set before or after this call, as
+    ``opentelemetry.metrics.set_meter_provider`` allows). ``attributes``: added to every point
+    (say, ``{"app": "orders"}``, to tell apart two generators on one coordinator: two with the
+    same attributes on one provider are refused). Returns a handle whose ``close()`` stops
+    observing.
     Raises ``MissingDependencyError`` (code ``MISSING_DEPENDENCY``, an ``ImportError``) without
     ``opentelemetry-api``, ``InvalidArgTypeError`` for something other than a ``Generator`` and
-    ``InvalidArgValueError`` for a generator already instrumented on that meter provider.
+    ``InvalidArgValueError`` for a generator already instrumented on that meter provider, or
+    another one with the same attributes.
     """
     try:
         from opentelemetry import metrics
@@ -265,14 +284,21 @@ def instrument(
             f"clockflake.otel.instrument: expected a clockflake.Generator, found "
             f"{type(generator).__name__}"
         )
-    provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
     base: dict[str, AttributeValue] = {}
     if generator.coordinator is not None:
         base["clockflake.coordinator"] = generator.coordinator  # never shows a password
     base.update(attributes or {})
+    # The global provider is one key whichever provider it is now: before the application sets
+    # the SDK's, the API's proxy meter forwards these instruments to it once set, and making them
+    # again on the SDK's meter would keep the first callbacks only.
+    key = meter_provider if meter_provider is not None else _GLOBAL
     with _registries_lock:
-        registry = _registries.get(provider)
+        registry = _registries.get(key)
         if registry is None:
-            meter = provider.get_meter("clockflake", __version__)
-            registry = _registries[provider] = _Registry(meter)
+            meter = (
+                metrics.get_meter("clockflake", __version__)
+                if meter_provider is None
+                else meter_provider.get_meter("clockflake", __version__)
+            )
+            registry = _registries[key] = _Registry(meter)
     return registry.add(generator, base)
