@@ -26,7 +26,7 @@ docs-api: setup-docs build-python build-js
 	rm -rf $(DOCS_API) && mkdir -p $(DOCS_API)/rust $(DOCS_API)/python
 	$(LINT_CARGO) doc -q -p clockflake -p clockflake-lease --no-deps
 	cp -r $(ROOT)/target/lint/doc/. $(DOCS_API)/rust/
-	$(PY_BIN) -m pdoc -o $(DOCS_API)/python clockflake clockflake.pydantic clockflake.django
+	$(PY_BIN) -m pdoc -o $(DOCS_API)/python clockflake clockflake.pydantic clockflake.django clockflake.otel
 	$(PY_BIN) $(ROOT)/docs/tools/dts_page.py $(ROOT)/bindings-node/index.d.ts $(DOCS_API)/javascript.md
 
 docs: docs-api

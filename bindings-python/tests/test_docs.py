@@ -6,6 +6,7 @@ import doctest
 
 import clockflake
 import clockflake.django
+import clockflake.otel
 import clockflake.pydantic
 import pytest
 
@@ -20,6 +21,7 @@ DOCUMENTED = [
     clockflake.is_plausible,
     clockflake.guess_layout,
     clockflake.django,
+    clockflake.otel,
     clockflake.pydantic,
 ]
 

@@ -271,7 +271,7 @@ test("the package's index.d.ts declares exactly what it exports", async () => {
   for (const [name, Class, skip] of [['Generator', Generator, getters], ['PublicIds', runtime.PublicIds, ['currentVersion']]]) {
     const start = dts.indexOf(`export declare class ${name} {`);
     const body = dts.slice(start, dts.indexOf('\n}', start));
-    const methods = [...body.matchAll(/^ {2}(?:static )?(\w+)\(/gm)].map((m) => m[1]).filter((n) => n !== 'constructor');
+    const methods = [...body.matchAll(/^ {2}(?:static )?(\w+)(?:<[^(]*>)?\(/gm)].map((m) => m[1]).filter((n) => n !== 'constructor');
     const actual = [...Object.getOwnPropertyNames(Class.prototype), ...Object.getOwnPropertyNames(Class)]
       .filter((n) => !['constructor', 'length', 'name', 'prototype', ...skip].includes(n));
     assert.deepEqual([...new Set(methods)].sort(), [...new Set(actual)].sort(), name);
