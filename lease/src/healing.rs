@@ -367,8 +367,17 @@ impl HealingGenerator {
     pub fn stats(&self) -> HealStats {
         // Active or not from the same read as the worker id: a lost lease shows as healing
         // with no worker id, never with the worker id it no longer holds.
-        let worker_id = self.worker_id();
+        let current = self.healing.read().clone();
+        let worker_id = current
+            .as_ref()
+            .filter(|gen| gen.is_active())
+            .map(|gen| gen.worker_id());
         let active = worker_id.is_some();
+        // A lease that stopped but is still the id path's: its renewal thread has not handed
+        // the loss over yet (the healer records it), so its own reason is the last loss.
+        let pending_loss = current
+            .filter(|gen| !active && !gen.is_copy())
+            .map(|gen| gen.loss_reason());
         let notes = lock(&self.healing.notes);
         HealStats {
             state: if notes.closed {
@@ -382,7 +391,7 @@ impl HealingGenerator {
             losses: notes.losses,
             heals: notes.heals,
             failed_attempts: notes.failed_attempts,
-            last_loss: notes.last_loss.clone(),
+            last_loss: pending_loss.or_else(|| notes.last_loss.clone()),
             last_error: notes.last_error.clone(),
         }
     }

@@ -522,6 +522,12 @@ impl LeasedGenerator {
 
     /// Whether this process is a copy of the one that made the generator (a fork, or a restore
     /// announced with `fork::restored`): then every call refuses with `WORKER_ID_INVALIDATED`.
+    /// Why this lease stopped issuing ids (for a healing generator's `stats()` before its
+    /// healer has taken the loss in).
+    pub(crate) fn loss_reason(&self) -> String {
+        self.shared.loss_reason()
+    }
+
     pub(crate) fn is_copy(&self) -> bool {
         self.shared.is_forked()
     }

@@ -117,10 +117,12 @@ impl Shared {
         self.lose(reason)
     }
 
-    /// Stops ids at once (atomics first) and records why; the first reason stays.
+    /// Stops ids at once (atomics first) and records why; the first reason stays. Under the
+    /// notes' lock (never held across I/O), so that whoever sees ids stopped and then reads the
+    /// notes finds the reason ([`Shared::loss_reason`]).
     pub(super) fn lose(&self, reason: String) -> LeaseError {
-        self.stop_ids();
         let mut notes = lock(&self.notes);
+        self.stop_ids();
         if self
             .lifecycle
             .compare_exchange(ACTIVE, LOST, Ordering::AcqRel, Ordering::Acquire)
@@ -131,6 +133,16 @@ impl Shared {
         match self.lifecycle.load(Ordering::Acquire) {
             LOST => LeaseError::lost(notes.lost_reason.clone().unwrap_or_default()),
             _ => LeaseError::Closed,
+        }
+    }
+
+    /// Why a lease that no longer issues ids stopped: the recorded reason once lost, else (its
+    /// deadline passed before anyone recorded the loss) the deadline.
+    pub(super) fn loss_reason(&self) -> String {
+        let notes = lock(&self.notes);
+        match (self.lifecycle.load(Ordering::Acquire), &notes.lost_reason) {
+            (LOST, Some(reason)) if !reason.is_empty() => reason.clone(),
+            _ => "no renewal before the lease deadline".to_owned(),
         }
     }
 
