@@ -782,8 +782,19 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
 
+    /// The engine's scratch slots and last error are one per module, as in wasm, where one
+    /// thread runs: the tests take turns (cargo runs them on threads at once).
+    static ENGINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn engine() -> std::sync::MutexGuard<'static, ()> {
+        ENGINE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     #[test]
     fn plausibility_and_the_guess_are_cores() {
+        let _engine = engine();
         let twitter_id = 2_125_537_250_721_665_024; // core's doc example, made 2026-11-25
         let now = 1_795_700_000_000.0;
         let day = 86_400_000.0;
@@ -814,6 +825,7 @@ mod tests {
     /// table in use once answered `WORKER_ID_INVALIDATED`, a codec table `UNKNOWN_KEY_VERSION`).
     #[test]
     fn a_table_in_use_refuses_with_the_engines_own_code() {
+        let _engine = engine();
         let preset = 0;
         GENERATORS.with(|all| {
             let _in_use = all.borrow();
